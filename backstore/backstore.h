@@ -1,0 +1,106 @@
+/*
+ * Backstores: where blocks live. A backstore never sees a CDB; SCSI
+ * semantics stay in scsi/. Every operation is asynchronous: submit() queues
+ * the request on the calling thread's io_engine and the completion callback
+ * io->done runs later on that same thread (never inside submit()).
+ *
+ * DESIGN: a struct backstore is shared by every network thread that has a
+ * session on its LUN; it holds only immutable state after open (fd, size)
+ * plus what the kernel synchronises (the file itself). All per-request state
+ * lives in struct bs_io, owned by the submitting thread.
+ */
+#ifndef BACKSTORE_BACKSTORE_H
+#define BACKSTORE_BACKSTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct io_engine;
+struct backstore;
+
+enum bs_op {
+	BS_OP_READ,          /* readv at offset into iov */
+	BS_OP_WRITE,         /* writev at offset from iov; BS_IO_FUA = durable first */
+	BS_OP_FLUSH,         /* make every completed write durable */
+	BS_OP_WRITE_ZEROES,  /* offset/len read back as zeroes, blocks stay allocated */
+	BS_OP_DISCARD,       /* offset/len deallocated (thin) and read back as zeroes */
+	BS_OP_COPY,          /* copy len bytes from (src, src_offset) to (bs, offset) */
+};
+
+#define BS_IO_FUA 0x1u     /* write through to stable storage before completing */
+
+struct bs_io {
+	struct backstore *bs;
+	enum bs_op op;
+	unsigned flags;
+	uint64_t offset;
+	uint64_t len;             /* bytes; for READ/WRITE the sum of iov lengths */
+	struct iovec *iov;
+	int iovcnt;
+	struct iovec iov1;        /* convenience: single-buffer requests point iov here */
+	struct backstore *src;    /* BS_OP_COPY source */
+	uint64_t src_offset;
+	int64_t result;           /* set before done(): bytes done (>= 0) or -errno */
+	void (*done)(struct bs_io *io);
+	void *priv;
+	struct bs_io *next;       /* engine-private linkage */
+};
+
+struct bs_params {
+	const char *type;         /* "file", "block", "memory" */
+	const char *path;         /* file or device; unused for memory */
+	uint64_t size;            /* bytes; 0 = take from the file or device */
+	uint32_t block_size;      /* logical block size the LUN exports */
+	bool thin;                /* file: keep it sparse */
+	bool read_only;
+	bool direct;              /* O_DIRECT */
+	bool create;              /* file: create if missing (needs size) */
+};
+
+struct backstore_ops {
+	const char *name;
+	int (*open)(struct backstore *bs, const struct bs_params *p, char *err, size_t errlen);
+	void (*close)(struct backstore *bs);
+	void (*submit)(struct io_engine *eng, struct bs_io *io);
+	/* Provisioning status of the run starting at offset: *mapped and the
+	 * length of the run with that status (<= max_len). Synchronous. */
+	int (*lba_status)(struct backstore *bs, uint64_t offset, uint64_t max_len,
+			  bool *mapped, uint64_t *run_len);
+	/* Change the size (thin file grow/shrink); optional. */
+	int (*resize)(struct backstore *bs, uint64_t new_size);
+};
+
+struct backstore {
+	const struct backstore_ops *ops;
+	char *path;
+	int fd;                   /* -1 for memory */
+	uint64_t size;            /* bytes */
+	uint32_t dev_block_size;  /* block device logical block size, else 512 */
+	bool read_only;
+	bool thin;
+	bool direct;
+	bool is_blockdev;
+	bool discard_zeroes;      /* DISCARD reads back zeroes (LBPRZ) */
+	void *priv;
+};
+
+/* Open by p->type. On failure returns -errno (or -EINVAL) and writes a
+ * human-readable reason into err. */
+int backstore_open(struct backstore **out, const struct bs_params *p, char *err, size_t errlen);
+void backstore_close(struct backstore *bs);
+
+static inline void backstore_submit(struct io_engine *eng, struct bs_io *io)
+{
+	io->bs->ops->submit(eng, io);
+}
+
+/* Run one request to completion on a private engine (start-up, tools,
+ * tests, shutdown flush). Returns io->result. */
+int64_t backstore_sync_io(struct bs_io *io);
+
+extern const struct backstore_ops bs_file_ops;
+extern const struct backstore_ops bs_block_ops;
+extern const struct backstore_ops bs_memory_ops;
+
+#endif

@@ -1,0 +1,3 @@
+/* placeholder: being written */
+#include "config.h"
+typedef int placeholder_scsi_mode_c;

@@ -1,0 +1,369 @@
+/*
+ * The SCSI layer: everything that understands a CDB.
+ *
+ * Contract with the transport (targetd/ for iSCSI):
+ *   1. The transport fills a struct scsi_cmd (nexus, lun_id, cdb, exp_xfer_len,
+ *      exp_dir, eng, complete) and calls scsi_cmd_parse(). Parsing looks the
+ *      LUN up, does the common checks (unknown LUN, unit attention, medium,
+ *      reserved CDB bits, LBA range) and sets dir, xfer_len, lba, nblocks and
+ *      the execute function. On failure the result is already set
+ *      (scsi_cmd_set_result) and the transport sends it.
+ *   2. The transport gives the command a data buffer of buf_cap >= xfer_len
+ *      bytes (scsi_cmd_buf_need() tells how much); for data-out commands it
+ *      receives min(xfer_len, exp_xfer_len) bytes into it (buf_len).
+ *   3. scsi_cmd_execute(): returns false when the result is ready now, true
+ *      when the command is PENDING; then cmd->complete(cmd) is called exactly
+ *      once, later, on the same thread (the thread owning cmd->eng).
+ *   4. The result: status, sense/sense_len, and for data-in data_len bytes in
+ *      buf. The transport computes iSCSI residuals from exp_xfer_len vs
+ *      xfer_len/data_len.
+ *
+ * Handlers return enum sense_reason; SR_PENDING means "will complete later
+ * through scsi_cmd_done()". One table (scsi/sense.c) maps reasons to
+ * key/ASC/ASCQ; fixed or descriptor format follows the LUN's D_SENSE.
+ *
+ * DESIGN (threads): a scsi_cmd belongs to one network thread. struct
+ * scsi_lun is shared: immutable fields after creation, atomics for the mode
+ * bits read on the data path, lun->lock (a mutex) for rare state changes
+ * (mode select, medium, reservations). Unit attentions are per I_T nexus and
+ * per LUN, kept as atomic bitmasks in the nexus so the data path reads them
+ * without a lock; setting one for "every other nexus" walks the target's
+ * nexus list under target->lock.
+ */
+#ifndef SCSI_SCSI_H
+#define SCSI_SCSI_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "backstore/backstore.h"
+#include "targetd/util.h"
+
+#define SCSI_MAX_LUNS 256
+#define SCSI_MAX_CDB 32
+#define SCSI_SENSE_BUF 96
+
+enum scsi_status {
+	SAM_STAT_GOOD = 0x00,
+	SAM_STAT_CHECK_CONDITION = 0x02,
+	SAM_STAT_CONDITION_MET = 0x04,
+	SAM_STAT_BUSY = 0x08,
+	SAM_STAT_RESERVATION_CONFLICT = 0x18,
+	SAM_STAT_TASK_SET_FULL = 0x28,
+	SAM_STAT_ACA_ACTIVE = 0x30,
+	SAM_STAT_TASK_ABORTED = 0x40,
+};
+
+enum scsi_dir {
+	SCSI_DIR_NONE = 0,
+	SCSI_DIR_READ,     /* data-in: target to initiator */
+	SCSI_DIR_WRITE,    /* data-out: initiator to target */
+	SCSI_DIR_BIDI,
+};
+
+enum scsi_sense_key {
+	SK_NO_SENSE = 0x0, SK_RECOVERED_ERROR = 0x1, SK_NOT_READY = 0x2,
+	SK_MEDIUM_ERROR = 0x3, SK_HARDWARE_ERROR = 0x4, SK_ILLEGAL_REQUEST = 0x5,
+	SK_UNIT_ATTENTION = 0x6, SK_DATA_PROTECT = 0x7, SK_BLANK_CHECK = 0x8,
+	SK_COPY_ABORTED = 0xa, SK_ABORTED_COMMAND = 0xb, SK_VOLUME_OVERFLOW = 0xd,
+	SK_MISCOMPARE = 0xe,
+};
+
+/* Every way a command can end. scsi/sense.c maps each to status and sense. */
+enum sense_reason {
+	SR_OK = 0,
+	SR_PENDING,                     /* not a result: completes later */
+	SR_CONDITION_MET,               /* PRE-FETCH */
+	SR_RESERVATION_CONFLICT,        /* status only */
+	SR_BUSY,
+	SR_TASK_SET_FULL,
+	SR_TASK_ABORTED,
+	/* ILLEGAL REQUEST */
+	SR_INVALID_OPCODE,              /* 20/00 */
+	SR_INVALID_FIELD_CDB,           /* 24/00 + field pointer */
+	SR_INVALID_FIELD_PARAM,         /* 26/00 + field pointer */
+	SR_PARAM_LIST_LENGTH_ERROR,     /* 1A/00 */
+	SR_LBA_OUT_OF_RANGE,            /* 21/00 */
+	SR_LUN_NOT_SUPPORTED,           /* 25/00 */
+	SR_SAVING_PARAMS_UNSUPPORTED,   /* 39/00 */
+	SR_MEDIUM_REMOVAL_PREVENTED,    /* 53/02 */
+	SR_PARAM_VALUE_INVALID,         /* 26/02 */
+	SR_TOO_MANY_SEGMENT_DESCRIPTORS,/* 26/08 */
+	SR_TOO_MANY_TARGET_DESCRIPTORS, /* 26/06 */
+	SR_UNSUPPORTED_TARGET_DESCRIPTOR,  /* 26/07 */
+	SR_UNSUPPORTED_SEGMENT_DESCRIPTOR, /* 26/09 */
+	SR_INVALID_RELEASE_OF_PR,       /* 26/04 */
+	SR_INSUFFICIENT_REGISTRATION_RESOURCES, /* 55/04 */
+	SR_MISCOMPARE_VERIFY,           /* MISCOMPARE 1D/00 + INFORMATION */
+	/* NOT READY */
+	SR_MEDIUM_NOT_PRESENT,          /* 3A/00 */
+	SR_LUN_NOT_READY_STOPPED,       /* 04/02 initializing command required */
+	SR_LUN_NOT_READY_FORMAT,        /* 04/04 format in progress (sanitize) */
+	SR_LUN_NOT_ACCESSIBLE_STANDBY,  /* 04/0B */
+	SR_LUN_NOT_ACCESSIBLE_UNAVAIL,  /* 04/0C */
+	SR_LUN_NOT_ACCESSIBLE_TRANSITION, /* 04/0A */
+	/* DATA PROTECT */
+	SR_WRITE_PROTECTED,             /* 27/00 */
+	SR_SPACE_ALLOC_FAILED,          /* 27/07 SPACE ALLOCATION FAILED WRITE PROTECT */
+	/* MEDIUM ERROR */
+	SR_READ_ERROR,                  /* 11/00 unrecovered read error */
+	SR_WRITE_ERROR,                 /* 0C/00 write error */
+	/* HARDWARE ERROR */
+	SR_INTERNAL_ERROR,              /* 44/00 internal target failure */
+	/* ABORTED COMMAND */
+	SR_ABORTED_COMMAND,             /* 00/00 */
+	SR_DIGEST_ERROR,                /* 47/05 */
+	/* COPY ABORTED */
+	SR_COPY_TARGET_DEVICE_NOT_REACHABLE, /* 0D/02 */
+	SR_COPY_ABORTED_ERROR,          /* 0D/00 */
+	/* UNIT ATTENTION: produced by the UA machinery, one per ua_bit */
+	SR_UA,
+	SR__COUNT
+};
+
+/* Unit attention conditions, one bit each, reported in this order. */
+enum scsi_ua {
+	UA_POWER_ON = 0,          /* 29/00 POWER ON, RESET, OR BUS DEVICE RESET OCCURRED */
+	UA_BUS_RESET,             /* 29/02 SCSI BUS RESET OCCURRED (target reset) */
+	UA_LUN_RESET,             /* 29/03 BUS DEVICE RESET FUNCTION OCCURRED */
+	UA_NEXUS_LOSS,            /* 29/07 I_T NEXUS LOSS OCCURRED */
+	UA_COMMANDS_CLEARED,      /* 2F/00 COMMANDS CLEARED BY ANOTHER INITIATOR */
+	UA_MODE_CHANGED,          /* 2A/01 MODE PARAMETERS CHANGED */
+	UA_RESERVATIONS_PREEMPTED,/* 2A/03 */
+	UA_RESERVATIONS_RELEASED, /* 2A/04 */
+	UA_REGISTRATIONS_PREEMPTED, /* 2A/05 */
+	UA_ALUA_CHANGED,          /* 2A/06 ASYMMETRIC ACCESS STATE CHANGED */
+	UA_CAPACITY_CHANGED,      /* 2A/09 CAPACITY DATA HAS CHANGED */
+	UA_MEDIUM_CHANGED,        /* 28/00 NOT READY TO READY CHANGE, MEDIUM MAY HAVE CHANGED */
+	UA_LUNS_CHANGED,          /* 3F/0E REPORTED LUNS DATA HAS CHANGED */
+	UA__COUNT
+};
+
+struct scsi_lun;
+struct scsi_target;
+struct scsi_cmd;
+struct io_engine;
+
+/* One I_T nexus (an iSCSI session). Owned by the transport. */
+struct scsi_nexus {
+	uint64_t id;                       /* unique in the process */
+	char initiator_port[300];          /* "iqn...,i,0x<ISID>" */
+	char initiator_name[224];
+	uint8_t isid[6];
+	uint16_t rel_tport_id;             /* relative target port identifier */
+	uint16_t tpgt;
+	struct scsi_target *target;
+	struct list_head target_link;      /* in target->nexus_list, under target->lock */
+	_Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending UA bits per LUN id */
+	void *priv;                        /* transport session */
+};
+
+struct scsi_mode_state {
+	bool wce;       /* Caching page: write cache enable */
+	bool rcd;       /* read cache disable */
+	bool d_sense;   /* Control page: descriptor format sense */
+	bool swp;       /* Control page: software write protect */
+	uint8_t qerr;
+	uint8_t tas;
+	uint8_t mrie;   /* Informational Exceptions page */
+	bool dexcpt;
+	bool perf;
+	uint32_t ie_interval;
+	uint16_t ie_report_count;
+};
+
+struct scsi_lun_params {
+	uint16_t id;
+	uint32_t block_size;         /* 512 or 4096 */
+	uint64_t nblocks;
+	bool read_only;
+	bool removable;
+	bool thin;
+	bool sanitize;               /* SANITIZE allowed */
+	const char *serial;          /* NULL: derived from target + LUN */
+	const char *vendor;          /* NULL: "TARGETD" */
+	const char *product;         /* NULL: "VIRTUAL-DISK" */
+};
+
+struct scsi_lun {
+	uint16_t id;
+	struct scsi_target *target;
+	struct backstore *bs;
+	uint32_t block_size;
+	uint8_t block_shift;
+	_Atomic uint64_t nblocks;     /* may change on resize */
+	bool read_only;
+	bool removable;
+	bool thin;
+	bool sanitize_ok;
+	char serial[64];
+	char vendor[9];
+	char product[17];
+	char revision[5];
+	uint64_t naa;                 /* NAA-6 high 64 bits, stable (from serial) */
+	uint64_t naa_ext;             /* NAA-6 low 64 bits */
+
+	pthread_mutex_t lock;         /* mode, medium, prevent, sanitize state */
+	struct scsi_mode_state mode;  /* current values, under lock */
+	_Atomic bool wce;             /* mirrors mode.wce for the data path */
+	_Atomic bool d_sense;         /* mirrors mode.d_sense */
+	_Atomic bool swp;             /* mirrors mode.swp */
+	_Atomic bool medium_present;  /* removable: loaded; START STOP */
+	_Atomic bool stopped;         /* START STOP UNIT START=0 */
+	_Atomic unsigned prevent;     /* PREVENT ALLOW MEDIUM REMOVAL holders */
+	_Atomic bool sanitizing;
+
+	void *priv_vaai;              /* room for the VAAI issue (range lock, ...) */
+	void *priv_pr;                /* room for reservations */
+	void *priv_stats;             /* room for statistics */
+};
+
+/* A SCSI target device: its LUNs and its I_T nexuses. */
+struct scsi_target {
+	char name[224];
+	uint16_t id;                       /* index among targets (for NAA etc.) */
+	struct scsi_lun *luns[SCSI_MAX_LUNS]; /* NULL where no LUN; set before sessions start */
+	pthread_mutex_t lock;              /* nexus_list */
+	struct list_head nexus_list;
+};
+
+/* CDB usage map and handler for one opcode (or opcode + service action). */
+struct scsi_opcode {
+	uint8_t opcode;
+	uint16_t service_action;
+	bool has_sa;                 /* service action in CDB byte 1 (bits 4..0) */
+	const char *name;
+	uint8_t cdb_len;
+	uint8_t usage[SCSI_MAX_CDB]; /* REPORT SUPPORTED OPCODES CDB usage data;
+	                              * bits not set here must be zero (else
+	                              * INVALID FIELD IN CDB) */
+	enum sense_reason (*parse)(struct scsi_cmd *cmd);
+	unsigned flags;
+};
+
+/* scsi_opcode.flags */
+#define OPF_NO_LUN      0x001  /* valid without a configured LUN (REPORT LUNS, INQUIRY, REQUEST SENSE) */
+#define OPF_NO_UA       0x002  /* not blocked by (and does not report) unit attention */
+#define OPF_MEDIUM      0x004  /* needs the medium (NOT READY otherwise) */
+#define OPF_WRITES      0x008  /* modifies the medium (WRITE PROTECTED checks) */
+#define OPF_CONFLICT_OK 0x010  /* allowed while another nexus holds a reservation */
+#define OPF_VAAI        0x020  /* counted as a VAAI primitive */
+
+struct scsi_cmd {
+	/* Set by the transport before scsi_cmd_parse(). */
+	struct scsi_nexus *nexus;
+	uint64_t lun_id;                /* decoded LUN (flat/peripheral addressing) */
+	uint8_t cdb[SCSI_MAX_CDB];
+	uint8_t cdb_len;                /* 16 unless an AHS extended it */
+	uint8_t task_attr;              /* SAM task attribute */
+	uint32_t exp_xfer_len;          /* iSCSI Expected Data Transfer Length */
+	enum scsi_dir exp_dir;          /* from the iSCSI R/W bits */
+	struct io_engine *eng;          /* owning thread's engine */
+	void (*complete)(struct scsi_cmd *cmd); /* for PENDING commands */
+
+	/* Set by parsing. */
+	struct scsi_lun *lun;           /* NULL if the LUN does not exist */
+	const struct scsi_opcode *op;
+	enum scsi_dir dir;
+	uint32_t xfer_len;              /* bytes of the data phase the CDB asks for */
+	uint64_t lba;
+	uint32_t nblocks;
+	bool fua;
+	bool dpo;
+	uint8_t bytchk;
+	enum sense_reason (*execute)(struct scsi_cmd *cmd);
+
+	/* Data buffer, owned by the transport. */
+	uint8_t *buf;
+	uint32_t buf_cap;
+	uint32_t buf_len;               /* data-out bytes received */
+	uint32_t data_len;              /* data-in bytes produced */
+
+	/* Result. */
+	uint8_t status;
+	enum sense_reason reason;
+	uint8_t sense[SCSI_SENSE_BUF];
+	uint8_t sense_len;
+	bool info_valid;
+	uint64_t info;                  /* INFORMATION field */
+	bool field_valid;               /* sense-key specific field pointer */
+	bool field_in_cdb;
+	uint16_t field_byte;
+	int8_t field_bit;               /* -1: no bit pointer */
+	uint8_t ua_asc, ua_ascq;        /* SR_UA */
+
+	/* Execution state for handlers (async I/O, multi-step commands). */
+	struct bs_io io;
+	unsigned step;
+	uint64_t progress;
+	void *hpriv;                    /* handler-private (e.g. VAAI state) */
+	uint64_t start_ns;              /* for latency statistics */
+	_Atomic bool aborted;           /* set by task management */
+};
+
+/* --- core (scsi/scsi.c) --- */
+enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd);
+/* Returns true if PENDING. On false the result is set. */
+bool scsi_cmd_execute(struct scsi_cmd *cmd);
+/* Handlers finishing a PENDING command: set the result, call complete(). */
+void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r);
+/* Set status/sense from a reason (builds sense per the LUN's D_SENSE). */
+void scsi_cmd_set_result(struct scsi_cmd *cmd, enum sense_reason r);
+/* Reset a command for reuse (keeps buf/buf_cap). */
+void scsi_cmd_reset(struct scsi_cmd *cmd);
+static inline enum sense_reason scsi_invalid_cdb(struct scsi_cmd *cmd, uint16_t byte, int bit)
+{
+	cmd->field_valid = true;
+	cmd->field_in_cdb = true;
+	cmd->field_byte = byte;
+	cmd->field_bit = (int8_t)bit;
+	return SR_INVALID_FIELD_CDB;
+}
+static inline enum sense_reason scsi_invalid_param(struct scsi_cmd *cmd, uint16_t byte, int bit)
+{
+	cmd->field_valid = true;
+	cmd->field_in_cdb = false;
+	cmd->field_byte = byte;
+	cmd->field_bit = (int8_t)bit;
+	return SR_INVALID_FIELD_PARAM;
+}
+
+/* Opcode table (scsi/opcodes.c). */
+const struct scsi_opcode *scsi_opcode_lookup(const uint8_t *cdb);
+extern const struct scsi_opcode *const scsi_opcodes[];
+extern const unsigned scsi_opcodes_count;
+
+/* Sense (scsi/sense.c): fill cmd->sense from cmd->reason and fields. */
+void scsi_build_sense(struct scsi_cmd *cmd, bool descriptor);
+/* Key/ASC/ASCQ/status of a reason (for tests, statistics). */
+void scsi_reason_info(enum sense_reason r, uint8_t *status, uint8_t *key, uint8_t *asc, uint8_t *ascq);
+
+/* LUNs (scsi/lun.c). */
+int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
+		    const struct scsi_lun_params *p, struct backstore *bs);
+void scsi_lun_destroy(struct scsi_lun *lun);
+static inline uint64_t scsi_lun_nblocks(const struct scsi_lun *lun)
+{
+	return atomic_load_explicit(&lun->nblocks, memory_order_relaxed);
+}
+
+/* Targets and nexuses (scsi/lun.c). */
+void scsi_target_init(struct scsi_target *t, const char *name, uint16_t id);
+void scsi_target_destroy(struct scsi_target *t);
+/* Register a new I_T nexus: gets POWER ON UA on every LUN. */
+void scsi_nexus_attach(struct scsi_target *t, struct scsi_nexus *n);
+void scsi_nexus_detach(struct scsi_nexus *n);
+/* Establish a UA on one LUN for every nexus except 'except' (may be NULL). */
+void scsi_ua_establish(struct scsi_target *t, uint16_t lun, enum scsi_ua ua,
+		       const struct scsi_nexus *except);
+void scsi_ua_establish_all_luns(struct scsi_target *t, enum scsi_ua ua,
+				const struct scsi_nexus *except);
+/* Clear every UA of a nexus on a LUN. */
+void scsi_ua_clear(struct scsi_nexus *n, uint16_t lun);
+
+/* Task management effects on SCSI state (reservations, UA). */
+void scsi_lun_reset(struct scsi_lun *lun, const struct scsi_nexus *by);
+void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool cold);
+
+#endif

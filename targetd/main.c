@@ -1,0 +1,3 @@
+/* placeholder main */
+#include "config.h"
+int main(void) { return 0; }

@@ -1,0 +1,3 @@
+/* placeholder: being written */
+#include "config.h"
+typedef int placeholder_targetd_net_c;

@@ -1,0 +1,21 @@
+/* The single runner of every module's Check suite. */
+#include "config.h"
+#include <stdlib.h>
+#include "tests/check_suites.h"
+
+int main(void)
+{
+	SRunner *sr = srunner_create(conf_suite());
+	int failed;
+
+	srunner_add_suite(sr, crc32c_suite());
+	srunner_add_suite(sr, chap_suite());
+	srunner_add_suite(sr, params_suite());
+	srunner_add_suite(sr, pdu_suite());
+	srunner_add_suite(sr, scsi_suite());
+	srunner_add_suite(sr, backstore_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

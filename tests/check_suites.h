@@ -1,0 +1,14 @@
+/* One Check suite per module; tests/check_main.c runs them all. */
+#ifndef TESTS_CHECK_SUITES_H
+#define TESTS_CHECK_SUITES_H
+#include <check.h>
+
+Suite *conf_suite(void);
+Suite *crc32c_suite(void);
+Suite *chap_suite(void);
+Suite *params_suite(void);
+Suite *pdu_suite(void);
+Suite *scsi_suite(void);
+Suite *backstore_suite(void);
+
+#endif
