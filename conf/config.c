@@ -1,3 +1,1488 @@
-/* placeholder: being written */
-#include "config.h"
-typedef int placeholder_conf_config_c;
+/*
+ * targetd.conf(5): read the libconfig file and validate it into struct conf.
+ *
+ * Every group is walked once, in file order, through a table of the keys it
+ * may hold: a key that is not in the table is an error, a key that is has
+ * its type and range checked by the table entry (or a handler for the keys
+ * that need more). Checks that involve several keys (required keys, pairs,
+ * duplicates, paths on disk) run when the group is done. Nothing stops at
+ * the first problem: each one becomes a "FILE:LINE: key: message" string in
+ * struct conf_errors, and a config with any error is thrown away whole.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conf/config.h"
+#include "targetd/util.h"
+
+#define CONF_DEFAULT_PORT "3260"
+#define CONF_KEY_MAX 256
+#define CONF_ISCSI_NAME_MAX 223   /* RFC 7143 4.2.7.1 */
+#define CONF_CHAP_SECRET_MIN 12   /* RFC 7143 9.2.1: at least 96 bits */
+#define CONF_CHAP_SECRET_MAX 255
+#define CONF_TEXT_MAX 255
+
+struct conf_ctx {
+	const char *name;          /* file name for messages, as the caller gave it */
+	unsigned flags;            /* CONF_NO_PATH_CHECKS */
+	struct conf_errors *errs;  /* may be NULL */
+	unsigned n_err;
+	char *incdir;              /* "dir/" of the main file, for @include names */
+};
+
+/* ---- memory ---------------------------------------------------------- */
+
+static void *conf_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+static char *conf_xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+static char *conf_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *conf_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	if (vasprintf(&p, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return p;
+}
+
+/* ---- errors ---------------------------------------------------------- */
+
+static void conf_errors_push(struct conf_errors *e, char *msg)
+{
+	char **n = realloc(e->msgs, (e->n + 1) * sizeof(*n));
+
+	if (!n)
+		abort();
+	e->msgs = n;
+	e->msgs[e->n++] = msg;
+}
+
+/* The file a message is about: the caller's name for the main file (whose
+ * settings libconfig leaves without a name, as it reads it from a stream),
+ * the included file's name, completed with the directory libconfig found
+ * it in, for settings that came from an @include. */
+static char *conf_file_name(const struct conf_ctx *x, const char *src)
+{
+	if (!src)
+		return conf_xstrdup(x->name);
+	if (src[0] != '/' && x->incdir)
+		return conf_xasprintf("%s%s", x->incdir, src);
+	return conf_xstrdup(src);
+}
+
+static void conf_err(struct conf_ctx *x, const config_setting_t *s, const char *key,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void conf_err(struct conf_ctx *x, const config_setting_t *s, const char *key,
+		     const char *fmt, ...)
+{
+	unsigned line = s ? config_setting_source_line(s) : 0;
+	char msg[1024], *file;
+	va_list ap;
+
+	x->n_err++;
+	if (!x->errs)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	file = conf_file_name(x, s ? config_setting_source_file(s) : NULL);
+	if (line)
+		conf_errors_push(x->errs, conf_xasprintf("%s:%u: %s%s%s", file, line,
+							  key ? key : "", key ? ": " : "", msg));
+	else
+		conf_errors_push(x->errs, conf_xasprintf("%s: %s%s%s", file,
+							  key ? key : "", key ? ": " : "", msg));
+	free(file);
+}
+
+void conf_errors_free(struct conf_errors *e)
+{
+	if (!e)
+		return;
+	for (unsigned i = 0; i < e->n; i++)
+		free(e->msgs[i]);
+	free(e->msgs);
+	e->msgs = NULL;
+	e->n = 0;
+}
+
+/* Key paths ("targets[0].luns[1].size") go into CONF_KEY_MAX buffers; a
+ * path that long is cut short, which only shortens the message. */
+static void conf_keyf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void conf_keyf(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, CONF_KEY_MAX, fmt, ap);
+	va_end(ap);
+}
+
+/* "prefix.name" or "name". */
+static void conf_key(char *buf, const char *prefix, const char *name)
+{
+	if (prefix && *prefix)
+		conf_keyf(buf, "%s.%s", prefix, name);
+	else
+		conf_keyf(buf, "%s", name);
+}
+
+/* "prefix.name[i]" or "name[i]". */
+static void conf_key_idx(char *buf, const char *prefix, const char *name, unsigned i)
+{
+	if (prefix && *prefix)
+		conf_keyf(buf, "%s.%s[%u]", prefix, name, i);
+	else
+		conf_keyf(buf, "%s[%u]", name, i);
+}
+
+/* ---- sizes and addresses --------------------------------------------- */
+
+int conf_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	const char *p = s;
+
+	if (!s || !isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	switch (*p) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: break;
+	}
+	if (shift) {
+		p++;
+		if (p[0] == 'i' && p[1] == 'B')
+			p += 2;
+		else if (p[0] == 'B')
+			p++;
+	} else if (p[0] == 'B') {
+		p++;
+	}
+	if (*p)
+		return -1;
+	if (v > (UINT64_MAX >> shift))
+		return -1;
+	if (out)
+		*out = v << shift;
+	return 0;
+}
+
+/* A parsed portal, comparable for duplicates. */
+struct conf_addr {
+	int family;
+	unsigned char addr[16];
+	unsigned port;
+};
+
+/* Split "1.2.3.4:3260", "[::1]:3260", "[::1]", "::1", "1.2.3.4" into a
+ * numeric host (no brackets) and port. has_port tells whether a port was
+ * written. Returns 0 or -1. */
+static int conf_split_listen(const char *s, char *host, size_t hostlen, unsigned *port,
+			     bool *has_port, struct conf_addr *a)
+{
+	const char *h, *p = NULL;
+	size_t hlen;
+	int family;
+	struct conf_addr tmp;
+
+	if (!s || !*s)
+		return -1;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close)
+			return -1;
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		if (close[1] == ':')
+			p = close + 2;
+		else if (close[1] != '\0')
+			return -1;
+		family = AF_INET6;
+	} else {
+		const char *colon = strchr(s, ':');
+
+		h = s;
+		if (colon && strchr(colon + 1, ':')) {
+			/* two colons or more: a bare IPv6 address, no port */
+			hlen = strlen(s);
+			family = AF_INET6;
+		} else {
+			hlen = colon ? (size_t)(colon - s) : strlen(s);
+			if (colon)
+				p = colon + 1;
+			family = AF_INET;
+		}
+	}
+	if (hlen == 0 || hlen >= hostlen)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.family = family;
+	if (inet_pton(family, host, tmp.addr) != 1)
+		return -1;
+	if (p) {
+		unsigned long v = 0;
+		size_t n = 0;
+
+		for (; p[n]; n++) {
+			if (!isdigit((unsigned char)p[n]) || n >= 5)
+				return -1;
+			v = v * 10 + (unsigned)(p[n] - '0');
+		}
+		if (n == 0 || v < 1 || v > 65535)
+			return -1;
+		tmp.port = (unsigned)v;
+	} else {
+		tmp.port = 3260;
+	}
+	*port = tmp.port;
+	*has_port = p != NULL;
+	if (a)
+		*a = tmp;
+	return 0;
+}
+
+int conf_parse_listen(const char *s, char **host, char **port)
+{
+	char h[INET6_ADDRSTRLEN];
+	unsigned p;
+	bool has_port;
+
+	if (host)
+		*host = NULL;
+	if (port)
+		*port = NULL;
+	if (conf_split_listen(s, h, sizeof(h), &p, &has_port, NULL) < 0)
+		return -1;
+	if (host)
+		*host = conf_xstrdup(h);
+	if (port)
+		*port = conf_xasprintf("%u", p);
+	return 0;
+}
+
+/* ---- names ----------------------------------------------------------- */
+
+static bool conf_all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]) && !(s[i] >= 'a' && s[i] <= 'f'))
+			return false;
+	return s[n] == '\0';
+}
+
+/* RFC 7143 4.2.7: iqn./eui./naa. names, in their normalised (lower-case)
+ * form. Returns NULL if the name is good, else what is wrong with it. */
+static const char *conf_iscsi_name_error(const char *n)
+{
+	size_t len = strlen(n);
+	const char *p;
+
+	if (len == 0)
+		return "must not be empty";
+	if (len > CONF_ISCSI_NAME_MAX)
+		return "longer than 223 bytes";
+	for (p = n; *p; p++) {
+		if (isupper((unsigned char)*p))
+			return "must be lower-case";
+		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) &&
+		    *p != '.' && *p != '-' && *p != ':')
+			return "may contain only a-z, 0-9, '.', '-' and ':'";
+	}
+	if (!strncmp(n, "iqn.", 4)) {
+		p = n + 4;
+		/* iqn.YYYY-MM.naming-authority[:unique] */
+		for (int i = 0; i < 4; i++)
+			if (!isdigit((unsigned char)p[i]))
+				return "an iqn. name is iqn.YYYY-MM.reversed.domain[:unique]";
+		if (p[4] != '-' || !isdigit((unsigned char)p[5]) || !isdigit((unsigned char)p[6]) ||
+		    p[7] != '.')
+			return "an iqn. name is iqn.YYYY-MM.reversed.domain[:unique]";
+		int month = (p[5] - '0') * 10 + (p[6] - '0');
+		if (month < 1 || month > 12)
+			return "the month in an iqn. name must be 01 to 12";
+		if (!isalnum((unsigned char)p[8]))
+			return "an iqn. name needs a naming authority after the date";
+		return NULL;
+	}
+	if (!strncmp(n, "eui.", 4)) {
+		if (!conf_all_hex(n + 4, 16))
+			return "an eui. name is eui. followed by 16 hex digits";
+		return NULL;
+	}
+	if (!strncmp(n, "naa.", 4)) {
+		if (!conf_all_hex(n + 4, 16) && !conf_all_hex(n + 4, 32))
+			return "a naa. name is naa. followed by 16 or 32 hex digits";
+		return NULL;
+	}
+	return "must start with iqn., eui. or naa.";
+}
+
+/* Text for iSCSI keys (TargetAlias, CHAP_N): no control characters. */
+static bool conf_is_text(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
+static bool conf_is_printable_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/* ---- the key tables -------------------------------------------------- */
+
+enum conf_kind {
+	CONF_K_UINT,    /* integer in [min, max] into unsigned */
+	CONF_K_BOOL,    /* true/false into bool */
+	CONF_K_STR,     /* non-empty string, duplicated into char * */
+	CONF_K_ASCII,   /* 1..max printable ASCII characters into char * */
+	CONF_K_FUNC,    /* handler */
+};
+
+struct conf_field;
+typedef void (*conf_handler)(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			     void *obj);
+
+struct conf_field {
+	const char *name;
+	enum conf_kind kind;
+	size_t off;
+	long long min, max;
+	conf_handler fn;
+};
+
+static bool conf_is_int(const config_setting_t *s)
+{
+	int t = config_setting_type(s);
+
+	return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
+}
+
+static bool conf_get_string(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			    const char **out)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
+		conf_err(x, s, key, "must be a string");
+		return false;
+	}
+	*out = config_setting_get_string(s);
+	if (!**out) {
+		conf_err(x, s, key, "must not be empty");
+		return false;
+	}
+	return true;
+}
+
+static bool conf_get_uint(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			  long long min, long long max, unsigned *out)
+{
+	long long v;
+
+	if (!conf_is_int(s)) {
+		conf_err(x, s, key, "must be an integer");
+		return false;
+	}
+	v = config_setting_get_int64(s);
+	if (v < min || v > max) {
+		conf_err(x, s, key, "%lld is out of range (%lld to %lld)", v, min, max);
+		return false;
+	}
+	*out = (unsigned)v;
+	return true;
+}
+
+static void conf_set_field(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			   const struct conf_field *f, void *obj)
+{
+	char *base = obj;
+	const char *str;
+
+	switch (f->kind) {
+	case CONF_K_UINT:
+		conf_get_uint(x, s, key, f->min, f->max, (unsigned *)(void *)(base + f->off));
+		break;
+	case CONF_K_BOOL:
+		if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+			conf_err(x, s, key, "must be true or false");
+		else
+			*(bool *)(void *)(base + f->off) = config_setting_get_bool(s);
+		break;
+	case CONF_K_STR:
+		if (conf_get_string(x, s, key, &str))
+			*(char **)(void *)(base + f->off) = conf_xstrdup(str);
+		break;
+	case CONF_K_ASCII:
+		if (!conf_get_string(x, s, key, &str))
+			break;
+		if (strlen(str) > (size_t)f->max)
+			conf_err(x, s, key, "longer than %lld characters", f->max);
+		else if (!conf_is_printable_ascii(str))
+			conf_err(x, s, key, "must be printable ASCII");
+		else
+			*(char **)(void *)(base + f->off) = conf_xstrdup(str);
+		break;
+	case CONF_K_FUNC:
+		f->fn(x, s, key, obj);
+		break;
+	}
+}
+
+/* Walk a group in file order: unknown keys are errors, known ones go
+ * through their table entry. */
+static void conf_walk(struct conf_ctx *x, const config_setting_t *grp, const char *prefix,
+		      const struct conf_field *fields, size_t n_fields, void *obj)
+{
+	int n = config_setting_length(grp);
+
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *m = config_setting_get_elem(grp, (unsigned)i);
+		const char *name = config_setting_name(m);
+		char key[CONF_KEY_MAX];
+		size_t j;
+
+		conf_key(key, prefix, name ? name : "?");
+		for (j = 0; j < n_fields; j++)
+			if (name && !strcmp(name, fields[j].name))
+				break;
+		if (j == n_fields) {
+			conf_err(x, m, key, "unknown key");
+			continue;
+		}
+		conf_set_field(x, m, key, &fields[j], obj);
+	}
+}
+
+static bool conf_is_group(const config_setting_t *s)
+{
+	return config_setting_type(s) == CONFIG_TYPE_GROUP;
+}
+
+static bool conf_is_seq(const config_setting_t *s)
+{
+	int t = config_setting_type(s);
+
+	return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
+}
+
+/* ---- LUNs ------------------------------------------------------------ */
+
+static void conf_lun_backstore(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			       void *obj)
+{
+	struct conf_lun *l = obj;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	if (strcmp(v, "file") && strcmp(v, "block") && strcmp(v, "memory")) {
+		conf_err(x, s, key, "must be \"file\", \"block\" or \"memory\", not \"%s\"", v);
+		return;
+	}
+	l->backstore = conf_xstrdup(v);
+}
+
+static void conf_lun_size(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			  void *obj)
+{
+	struct conf_lun *l = obj;
+	uint64_t v;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		const char *str = config_setting_get_string(s);
+
+		if (conf_parse_size(str, &v) < 0) {
+			conf_err(x, s, key, "\"%s\" is not a size (bytes, or a number with K, M, G or T)",
+				 str);
+			return;
+		}
+	} else if (conf_is_int(s)) {
+		long long i = config_setting_get_int64(s);
+
+		if (i < 0) {
+			conf_err(x, s, key, "must not be negative");
+			return;
+		}
+		v = (uint64_t)i;
+	} else {
+		conf_err(x, s, key, "must be an integer or a string such as \"10G\"");
+		return;
+	}
+	if (v == 0) {
+		conf_err(x, s, key, "must be greater than 0");
+		return;
+	}
+	l->size = v;
+}
+
+static void conf_lun_block_size(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				void *obj)
+{
+	struct conf_lun *l = obj;
+
+	if (!conf_is_int(s)) {
+		conf_err(x, s, key, "must be an integer");
+		return;
+	}
+	long long v = config_setting_get_int64(s);
+	if (v != 512 && v != 4096) {
+		conf_err(x, s, key, "must be 512 or 4096");
+		return;
+	}
+	l->block_size = (unsigned)v;
+}
+
+static const struct conf_field conf_lun_fields[] = {
+	{ "lun", CONF_K_UINT, offsetof(struct conf_lun, lun), 0, 255, NULL },
+	{ "backstore", CONF_K_FUNC, 0, 0, 0, conf_lun_backstore },
+	{ "path", CONF_K_STR, offsetof(struct conf_lun, path), 0, 0, NULL },
+	{ "size", CONF_K_FUNC, 0, 0, 0, conf_lun_size },
+	{ "block_size", CONF_K_FUNC, 0, 0, 0, conf_lun_block_size },
+	{ "thin", CONF_K_BOOL, offsetof(struct conf_lun, thin), 0, 0, NULL },
+	{ "read_only", CONF_K_BOOL, offsetof(struct conf_lun, read_only), 0, 0, NULL },
+	{ "removable", CONF_K_BOOL, offsetof(struct conf_lun, removable), 0, 0, NULL },
+	{ "sanitize", CONF_K_BOOL, offsetof(struct conf_lun, sanitize), 0, 0, NULL },
+	{ "direct", CONF_K_BOOL, offsetof(struct conf_lun, direct), 0, 0, NULL },
+	{ "serial", CONF_K_ASCII, offsetof(struct conf_lun, serial), 0, 32, NULL },
+	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
+	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
+};
+
+/* A file LUN: the file exists (regular, readable, writable unless read-only)
+ * or can be created (directory exists and is writable, size given). */
+static void conf_lun_check_file(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
+				struct conf_lun *l, bool has_size)
+{
+	const config_setting_t *ps = config_setting_get_member(g, "path");
+	char key[CONF_KEY_MAX], skey[CONF_KEY_MAX];
+	struct stat st;
+
+	conf_key(key, prefix, "path");
+	conf_key(skey, prefix, "size");
+	if (stat(l->path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			conf_err(x, ps, key, "%s is a directory", l->path);
+		} else if (S_ISBLK(st.st_mode)) {
+			conf_err(x, ps, key, "%s is a block device (use backstore = \"block\")", l->path);
+		} else if (!S_ISREG(st.st_mode)) {
+			conf_err(x, ps, key, "%s is not a regular file", l->path);
+		} else {
+			if (access(l->path, R_OK) < 0)
+				conf_err(x, ps, key, "%s is not readable: %s", l->path, strerror(errno));
+			if (!l->read_only && access(l->path, W_OK) < 0)
+				conf_err(x, ps, key, "%s is not writable (or set read_only = true): %s",
+					 l->path, strerror(errno));
+			if (!has_size && st.st_size == 0)
+				conf_err(x, ps, key, "%s is empty: give a size", l->path);
+			else if (!has_size && (uint64_t)st.st_size % l->block_size)
+				conf_err(x, ps, key, "%s: file size %lld is not a multiple of block_size %u",
+					 l->path, (long long)st.st_size, l->block_size);
+		}
+		return;
+	}
+	if (errno != ENOENT) {
+		conf_err(x, ps, key, "%s: %s", l->path, strerror(errno));
+		return;
+	}
+	if (l->read_only)
+		conf_err(x, ps, key, "%s does not exist (a read-only LUN is not created)", l->path);
+	if (!has_size)
+		conf_err(x, g, skey, "required: %s does not exist and will be created", l->path);
+
+	/* the directory that will hold the new file */
+	char *dir = conf_xstrdup(l->path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (stat(dir, &st) < 0)
+		conf_err(x, ps, key, "directory %s: %s", dir, strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		conf_err(x, ps, key, "%s is not a directory", dir);
+	else if (access(dir, W_OK | X_OK) < 0)
+		conf_err(x, ps, key, "cannot create %s: directory %s is not writable: %s",
+			 l->path, dir, strerror(errno));
+	free(dir);
+}
+
+static void conf_lun_check_block(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
+				 struct conf_lun *l)
+{
+	const config_setting_t *ps = config_setting_get_member(g, "path");
+	char key[CONF_KEY_MAX];
+	struct stat st;
+
+	conf_key(key, prefix, "path");
+	if (stat(l->path, &st) < 0) {
+		conf_err(x, ps, key, "%s: %s", l->path, strerror(errno));
+		return;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		conf_err(x, ps, key, "%s is not a block device%s", l->path,
+			 S_ISREG(st.st_mode) ? " (use backstore = \"file\")" : "");
+		return;
+	}
+	if (access(l->path, R_OK) < 0)
+		conf_err(x, ps, key, "%s is not readable: %s", l->path, strerror(errno));
+	if (!l->read_only && access(l->path, W_OK) < 0)
+		conf_err(x, ps, key, "%s is not writable (or set read_only = true): %s",
+			 l->path, strerror(errno));
+}
+
+static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
+			   struct conf_lun *l)
+{
+	const config_setting_t *bs_s, *path_s, *size_s, *direct_s;
+	char key[CONF_KEY_MAX];
+
+	l->block_size = 512;
+	l->thin = true;
+	l->line = config_setting_source_line(g);
+	conf_walk(x, g, prefix, conf_lun_fields, ARRAY_SIZE(conf_lun_fields), l);
+
+	if (!config_setting_get_member(g, "lun")) {
+		conf_key(key, prefix, "lun");
+		conf_err(x, g, key, "missing (the LUN number, 0 to 255)");
+	}
+	bs_s = config_setting_get_member(g, "backstore");
+	if (!bs_s) {
+		conf_key(key, prefix, "backstore");
+		conf_err(x, g, key, "missing (\"file\", \"block\" or \"memory\")");
+	}
+	if (!l->backstore)
+		return;   /* nothing more can be said */
+
+	path_s = config_setting_get_member(g, "path");
+	size_s = config_setting_get_member(g, "size");
+	direct_s = config_setting_get_member(g, "direct");
+	if (!strcmp(l->backstore, "memory")) {
+		if (path_s) {
+			conf_key(key, prefix, "path");
+			conf_err(x, path_s, key, "not allowed for a memory backstore");
+		}
+		if (!size_s) {
+			conf_key(key, prefix, "size");
+			conf_err(x, g, key, "required for a memory backstore");
+		}
+		if (l->direct) {
+			conf_key(key, prefix, "direct");
+			conf_err(x, direct_s, key, "not applicable to a memory backstore");
+		}
+	} else {
+		if (!path_s) {
+			conf_key(key, prefix, "path");
+			conf_err(x, g, key, "required for a %s backstore", l->backstore);
+		}
+		if (size_s && !strcmp(l->backstore, "block")) {
+			conf_key(key, prefix, "size");
+			conf_err(x, size_s, key, "not allowed for a block backstore (the device size is used)");
+			l->size = 0;
+		}
+	}
+	if (l->size && l->size % l->block_size) {
+		conf_key(key, prefix, "size");
+		conf_err(x, size_s, key, "%llu bytes is not a multiple of block_size %u",
+			 (unsigned long long)l->size, l->block_size);
+	}
+	if (!l->path || (x->flags & CONF_NO_PATH_CHECKS))
+		return;
+	if (!strcmp(l->backstore, "file"))
+		conf_lun_check_file(x, g, prefix, l, size_s != NULL);
+	else if (!strcmp(l->backstore, "block"))
+		conf_lun_check_block(x, g, prefix, l);
+}
+
+/* ---- targets --------------------------------------------------------- */
+
+static void conf_target_iqn(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			    void *obj)
+{
+	struct conf_target *t = obj;
+	const char *v, *why;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	why = conf_iscsi_name_error(v);
+	if (why) {
+		conf_err(x, s, key, "\"%s\": %s", v, why);
+		return;
+	}
+	t->iqn = conf_xstrdup(v);
+}
+
+static void conf_target_alias(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			      void *obj)
+{
+	struct conf_target *t = obj;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	if (strlen(v) > CONF_TEXT_MAX)
+		conf_err(x, s, key, "longer than %d bytes", CONF_TEXT_MAX);
+	else if (!conf_is_text(v))
+		conf_err(x, s, key, "must not contain control characters");
+	else
+		t->alias = conf_xstrdup(v);
+}
+
+static void conf_target_initiators(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				   void *obj)
+{
+	struct conf_target *t = obj;
+	int n;
+
+	if (!conf_is_seq(s)) {
+		conf_err(x, s, key, "must be a list of initiator names: [ \"iqn....\", ... ]");
+		return;
+	}
+	t->has_acl = true;
+	n = config_setting_length(s);
+	t->initiators = conf_xcalloc((size_t)n, sizeof(*t->initiators));
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		char ekey[CONF_KEY_MAX];
+		const char *v, *why;
+		unsigned j;
+
+		conf_keyf(ekey, "%s[%d]", key, i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			conf_err(x, e, ekey, "must be a string");
+			continue;
+		}
+		v = config_setting_get_string(e);
+		why = conf_iscsi_name_error(v);
+		if (why) {
+			conf_err(x, e, ekey, "\"%s\": %s", v, why);
+			continue;
+		}
+		for (j = 0; j < t->n_initiators; j++)
+			if (!strcmp(t->initiators[j], v))
+				break;
+		if (j < t->n_initiators) {
+			conf_err(x, e, ekey, "\"%s\" is listed twice", v);
+			continue;
+		}
+		t->initiators[t->n_initiators++] = conf_xstrdup(v);
+	}
+}
+
+/* CHAP_N: 1..255 bytes of text. */
+static void conf_chap_name(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			   char **out)
+{
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	if (strlen(v) > CONF_TEXT_MAX)
+		conf_err(x, s, key, "longer than %d bytes", CONF_TEXT_MAX);
+	else if (!conf_is_text(v))
+		conf_err(x, s, key, "must not contain control characters");
+	else
+		*out = conf_xstrdup(v);
+}
+
+/* RFC 7143 9.2.1: secrets of at least 96 bits. */
+static void conf_chap_secret(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			     char **out)
+{
+	const char *v;
+	size_t len;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	len = strlen(v);
+	if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
+		conf_err(x, s, key, "must be %d to %d bytes long (it is %zu)",
+			 CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
+	else
+		*out = conf_xstrdup(v);
+}
+
+static void conf_chap_user(struct conf_ctx *x, const config_setting_t *s, const char *key, void *obj)
+{
+	conf_chap_name(x, s, key, &((struct conf_chap *)obj)->user);
+}
+
+static void conf_chap_mutual_user(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				  void *obj)
+{
+	conf_chap_name(x, s, key, &((struct conf_chap *)obj)->mutual_user);
+}
+
+static void conf_chap_secret1(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			      void *obj)
+{
+	conf_chap_secret(x, s, key, &((struct conf_chap *)obj)->secret);
+}
+
+static void conf_chap_mutual_secret(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				    void *obj)
+{
+	conf_chap_secret(x, s, key, &((struct conf_chap *)obj)->mutual_secret);
+}
+
+static const struct conf_field conf_chap_fields[] = {
+	{ "user", CONF_K_FUNC, 0, 0, 0, conf_chap_user },
+	{ "secret", CONF_K_FUNC, 0, 0, 0, conf_chap_secret1 },
+	{ "mutual_user", CONF_K_FUNC, 0, 0, 0, conf_chap_mutual_user },
+	{ "mutual_secret", CONF_K_FUNC, 0, 0, 0, conf_chap_mutual_secret },
+};
+
+static void conf_target_chap(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			     void *obj)
+{
+	struct conf_target *t = obj;
+	const config_setting_t *user, *secret, *muser, *msecret;
+	struct conf_chap *ch;
+	char k[CONF_KEY_MAX];
+
+	if (!conf_is_group(s)) {
+		conf_err(x, s, key, "must be a group: chap = { user = ...; secret = ...; };");
+		return;
+	}
+	ch = t->chap = conf_xcalloc(1, sizeof(*ch));
+	conf_walk(x, s, key, conf_chap_fields, ARRAY_SIZE(conf_chap_fields), ch);
+
+	user = config_setting_get_member(s, "user");
+	secret = config_setting_get_member(s, "secret");
+	muser = config_setting_get_member(s, "mutual_user");
+	msecret = config_setting_get_member(s, "mutual_secret");
+	if (!user && !secret) {
+		conf_err(x, s, key, "user and secret are required in a chap group");
+	} else if (!user || !secret) {
+		conf_key(k, key, user ? "secret" : "user");
+		conf_err(x, user ? user : secret, k, "missing: user and secret go together");
+	}
+	if (!!muser != !!msecret) {
+		conf_key(k, key, muser ? "mutual_secret" : "mutual_user");
+		conf_err(x, muser ? muser : msecret, k,
+			 "missing: mutual_user and mutual_secret go together");
+	}
+	if ((muser || msecret) && !(user && secret)) {
+		conf_key(k, key, muser ? "mutual_user" : "mutual_secret");
+		conf_err(x, muser ? muser : msecret, k,
+			 "mutual CHAP needs one-way CHAP (user and secret) as well");
+	}
+	if (ch->secret && ch->mutual_secret && !strcmp(ch->secret, ch->mutual_secret)) {
+		conf_key(k, key, "mutual_secret");
+		conf_err(x, msecret, k, "must differ from secret");
+	}
+}
+
+static void conf_target_luns(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			     void *obj)
+{
+	struct conf_target *t = obj;
+	int first[256];
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+		conf_err(x, s, key, "must be a list of groups: luns = ( { lun = 0; ... } );");
+		return;
+	}
+	n = config_setting_length(s);
+	if (n == 0) {
+		conf_err(x, s, key, "a target needs at least one LUN");
+		return;
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(first); i++)
+		first[i] = -1;
+	t->luns = conf_xcalloc((size_t)n, sizeof(*t->luns));
+	t->n_luns = (unsigned)n;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+		const config_setting_t *ls;
+		struct conf_lun *l = &t->luns[i];
+		char prefix[CONF_KEY_MAX], lkey[CONF_KEY_MAX];
+
+		conf_keyf(prefix, "%s[%d]", key, i);
+		if (!conf_is_group(g)) {
+			conf_err(x, g, prefix, "must be a group { lun = ...; backstore = ...; }");
+			continue;
+		}
+		conf_parse_lun(x, g, prefix, l);
+		ls = config_setting_get_member(g, "lun");
+		if (!ls || !conf_is_int(ls) || l->lun > 255 ||
+		    config_setting_get_int64(ls) != (long long)l->lun)
+			continue;
+		if (first[l->lun] >= 0) {
+			conf_key(lkey, prefix, "lun");
+			conf_err(x, ls, lkey, "LUN %u is already defined at line %d", l->lun,
+				 t->luns[first[l->lun]].line);
+		} else {
+			first[l->lun] = i;
+		}
+	}
+}
+
+static const struct conf_field conf_target_fields[] = {
+	{ "iqn", CONF_K_FUNC, 0, 0, 0, conf_target_iqn },
+	{ "alias", CONF_K_FUNC, 0, 0, 0, conf_target_alias },
+	{ "initiators", CONF_K_FUNC, 0, 0, 0, conf_target_initiators },
+	{ "chap", CONF_K_FUNC, 0, 0, 0, conf_target_chap },
+	{ "luns", CONF_K_FUNC, 0, 0, 0, conf_target_luns },
+};
+
+static void conf_parse_target(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
+			      struct conf_target *t)
+{
+	char key[CONF_KEY_MAX];
+
+	t->line = config_setting_source_line(g);
+	conf_walk(x, g, prefix, conf_target_fields, ARRAY_SIZE(conf_target_fields), t);
+	if (!config_setting_get_member(g, "iqn")) {
+		conf_key(key, prefix, "iqn");
+		conf_err(x, g, key, "missing (the target name, e.g. iqn.2026-11.org.example:disk1)");
+	}
+	if (!config_setting_get_member(g, "luns")) {
+		conf_key(key, prefix, "luns");
+		conf_err(x, g, key, "missing (a target needs at least one LUN)");
+	}
+}
+
+/* Two LUNs on one file or device would corrupt each other. */
+static void conf_check_shared_paths(struct conf_ctx *x, const config_setting_t *targets,
+				    struct conf *c)
+{
+	struct pathref {
+		const struct conf_lun *l;
+		unsigned t, i;
+		bool has_st;
+		dev_t dev;
+		ino_t ino;
+	} *refs;
+	unsigned n = 0, total = 0;
+
+	for (unsigned t = 0; t < c->n_targets; t++)
+		total += c->targets[t].n_luns;
+	refs = conf_xcalloc(total, sizeof(*refs));
+	for (unsigned t = 0; t < c->n_targets; t++) {
+		for (unsigned i = 0; i < c->targets[t].n_luns; i++) {
+			const struct conf_lun *l = &c->targets[t].luns[i];
+			struct stat st;
+
+			if (!l->path)
+				continue;
+			refs[n] = (struct pathref){ .l = l, .t = t, .i = i };
+			if (!(x->flags & CONF_NO_PATH_CHECKS) && stat(l->path, &st) == 0) {
+				refs[n].has_st = true;
+				refs[n].dev = st.st_dev;
+				refs[n].ino = st.st_ino;
+			}
+			for (unsigned j = 0; j < n; j++) {
+				if (strcmp(refs[j].l->path, l->path) &&
+				    !(refs[j].has_st && refs[n].has_st &&
+				      refs[j].dev == refs[n].dev && refs[j].ino == refs[n].ino))
+					continue;
+				const config_setting_t *tg = config_setting_get_elem(targets, t);
+				const config_setting_t *lg =
+					config_setting_get_elem(config_setting_get_member(tg, "luns"), i);
+				char key[CONF_KEY_MAX];
+
+				conf_keyf(key, "targets[%u].luns[%u].path", t, i);
+				conf_err(x, config_setting_get_member(lg, "path"), key,
+					 "%s is already used by targets[%u].luns[%u] (line %d)",
+					 l->path, refs[j].t, refs[j].i, refs[j].l->line);
+				break;
+			}
+			n++;
+		}
+	}
+	free(refs);
+}
+
+static void conf_root_targets(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			      void *obj)
+{
+	struct conf *c = obj;
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+		conf_err(x, s, key, "must be a list of groups: targets = ( { iqn = ...; } );");
+		return;
+	}
+	n = config_setting_length(s);
+	if (n == 0) {
+		conf_err(x, s, key, "at least one target is required");
+		return;
+	}
+	c->targets = conf_xcalloc((size_t)n, sizeof(*c->targets));
+	c->n_targets = (unsigned)n;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+		struct conf_target *t = &c->targets[i];
+		char prefix[CONF_KEY_MAX];
+
+		conf_key_idx(prefix, NULL, key, (unsigned)i);
+		if (!conf_is_group(g)) {
+			conf_err(x, g, prefix, "must be a group { iqn = ...; luns = (...); }");
+			continue;
+		}
+		conf_parse_target(x, g, prefix, t);
+		if (!t->iqn)
+			continue;
+		for (int j = 0; j < i; j++) {
+			if (c->targets[j].iqn && !strcmp(c->targets[j].iqn, t->iqn)) {
+				char ikey[CONF_KEY_MAX];
+
+				conf_key(ikey, prefix, "iqn");
+				conf_err(x, config_setting_get_member(g, "iqn"), ikey,
+					 "\"%s\" is already the name of targets[%d] (line %d)",
+					 t->iqn, j, c->targets[j].line);
+				break;
+			}
+		}
+	}
+	conf_check_shared_paths(x, s, c);
+}
+
+/* ---- top level ------------------------------------------------------- */
+
+static void conf_root_listen(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			     void *obj)
+{
+	struct conf *c = obj;
+	struct conf_addr *seen;
+	int n;
+
+	if (!conf_is_seq(s)) {
+		conf_err(x, s, key, "must be a list of addresses: [ \"127.0.0.1:3260\", \"[::1]:3260\" ]");
+		return;
+	}
+	n = config_setting_length(s);
+	if (n == 0) {
+		conf_err(x, s, key, "at least one address is required");
+		return;
+	}
+	c->listen = conf_xcalloc((size_t)n, sizeof(*c->listen));
+	seen = conf_xcalloc((size_t)n, sizeof(*seen));
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const config_setting_t *as = e;
+		char ekey[CONF_KEY_MAX], akey[CONF_KEY_MAX], host[INET6_ADDRSTRLEN];
+		const char *addr = NULL;
+		unsigned tpgt = 1, port, j;
+		bool has_port;
+
+		conf_key_idx(ekey, NULL, key, (unsigned)i);
+		conf_keyf(akey, "%s", ekey);
+		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+			addr = config_setting_get_string(e);
+		} else if (conf_is_group(e)) {
+			int m = config_setting_length(e);
+			bool ok = true;
+
+			for (int k = 0; k < m; k++) {
+				const config_setting_t *f = config_setting_get_elem(e, (unsigned)k);
+				const char *fname = config_setting_name(f);
+				char fkey[CONF_KEY_MAX];
+
+				conf_key(fkey, ekey, fname);
+				if (!strcmp(fname, "address")) {
+					as = f;
+					conf_keyf(akey, "%s", fkey);
+					if (!conf_get_string(x, f, fkey, &addr))
+						ok = false;
+				} else if (!strcmp(fname, "tpgt")) {
+					if (!conf_get_uint(x, f, fkey, 1, 65535, &tpgt))
+						ok = false;
+				} else {
+					conf_err(x, f, fkey, "unknown key");
+					ok = false;
+				}
+			}
+			if (!config_setting_get_member(e, "address")) {
+				conf_key(akey, ekey, "address");
+				conf_err(x, e, akey, "missing");
+			}
+			if (!ok)
+				continue;
+		} else {
+			conf_err(x, e, ekey, "must be an address string or a group { address = ...; tpgt = ...; }");
+			continue;
+		}
+		if (!addr)
+			continue;
+		if (conf_split_listen(addr, host, sizeof(host), &port, &has_port, &seen[c->n_listen]) < 0) {
+			conf_err(x, as, akey,
+				 "\"%s\" is not a numeric address with an optional port (1.2.3.4:3260, [::1]:3260)",
+				 addr);
+			continue;
+		}
+		for (j = 0; j < c->n_listen; j++)
+			if (!memcmp(&seen[j], &seen[c->n_listen], sizeof(seen[j])))
+				break;
+		if (j < c->n_listen) {
+			conf_err(x, as, akey, "\"%s\" is listed twice", addr);
+			continue;
+		}
+		c->listen[c->n_listen].host = conf_xstrdup(host);
+		c->listen[c->n_listen].port = conf_xasprintf("%u", port);
+		c->listen[c->n_listen].tpgt = tpgt;
+		c->n_listen++;
+	}
+	free(seen);
+}
+
+static void conf_root_control_socket(struct conf_ctx *x, const config_setting_t *s,
+				     const char *key, void *obj)
+{
+	struct conf *c = obj;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	if (strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		conf_err(x, s, key, "longer than %zu bytes, too long for a UNIX socket",
+			 sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		return;
+	}
+	free(c->control_socket);
+	c->control_socket = conf_xstrdup(v);
+}
+
+static void conf_root_state_dir(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				void *obj)
+{
+	struct conf *c = obj;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	free(c->state_dir);
+	c->state_dir = conf_xstrdup(v);
+}
+
+static void conf_root_metrics(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			      void *obj)
+{
+	struct conf *c = obj;
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+	bool has_port;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	if (conf_split_listen(v, host, sizeof(host), &port, &has_port, NULL) < 0 || !has_port) {
+		conf_err(x, s, key, "\"%s\" is not a numeric address and port (127.0.0.1:9100, [::1]:9100)",
+			 v);
+		return;
+	}
+	c->metrics_listen = conf_xstrdup(v);
+}
+
+static const struct conf_field conf_root_fields[] = {
+	{ "listen", CONF_K_FUNC, 0, 0, 0, conf_root_listen },
+	{ "threads", CONF_K_UINT, offsetof(struct conf, threads), 0, 1024, NULL },
+	{ "state_dir", CONF_K_FUNC, 0, 0, 0, conf_root_state_dir },
+	{ "control_socket", CONF_K_FUNC, 0, 0, 0, conf_root_control_socket },
+	{ "queue_depth", CONF_K_UINT, offsetof(struct conf, queue_depth), 1, 4096, NULL },
+	{ "nop_interval", CONF_K_UINT, offsetof(struct conf, nop_interval), 0, 3600, NULL },
+	{ "nop_timeout", CONF_K_UINT, offsetof(struct conf, nop_timeout), 1, 3600, NULL },
+	{ "login_timeout", CONF_K_UINT, offsetof(struct conf, login_timeout), 1, 3600, NULL },
+	{ "max_recv_data_segment_length", CONF_K_UINT,
+	  offsetof(struct conf, max_recv_data_segment_length), 512, 16777215, NULL },
+	{ "max_burst_length", CONF_K_UINT, offsetof(struct conf, max_burst_length), 512, 16777215, NULL },
+	{ "first_burst_length", CONF_K_UINT, offsetof(struct conf, first_burst_length), 512, 16777215, NULL },
+	{ "immediate_data", CONF_K_BOOL, offsetof(struct conf, immediate_data), 0, 0, NULL },
+	{ "initial_r2t", CONF_K_BOOL, offsetof(struct conf, initial_r2t), 0, 0, NULL },
+	{ "max_outstanding_r2t", CONF_K_UINT, offsetof(struct conf, max_outstanding_r2t), 1, 65535, NULL },
+	{ "io_uring", CONF_K_BOOL, offsetof(struct conf, use_io_uring), 0, 0, NULL },
+	{ "metrics_listen", CONF_K_FUNC, 0, 0, 0, conf_root_metrics },
+	{ "targets", CONF_K_FUNC, 0, 0, 0, conf_root_targets },
+};
+
+/* Everything that has a default, set before the file is read. */
+static void conf_set_defaults(struct conf *c, const char *state_dir)
+{
+	c->threads = 0;
+	c->state_dir = conf_xstrdup(state_dir ? state_dir : CONF_DEFAULT_STATE_DIR);
+	c->control_socket = conf_xstrdup(CONF_DEFAULT_CONTROL_SOCKET);
+	c->queue_depth = 128;
+	c->nop_interval = 15;
+	c->nop_timeout = 30;
+	c->login_timeout = 15;
+	c->max_recv_data_segment_length = 262144;
+	c->max_burst_length = 1048576;
+	c->first_burst_length = 65536;
+	c->immediate_data = true;
+	c->initial_r2t = false;
+	c->max_outstanding_r2t = 1;
+	c->use_io_uring = true;
+}
+
+static void conf_default_listen(struct conf *c)
+{
+	c->listen = conf_xcalloc(1, sizeof(*c->listen));
+	c->listen[0].host = conf_xstrdup("127.0.0.1");
+	c->listen[0].port = conf_xstrdup(CONF_DEFAULT_PORT);
+	c->listen[0].tpgt = 1;
+	c->n_listen = 1;
+}
+
+static void conf_parse_root(struct conf_ctx *x, const config_setting_t *root, struct conf *c)
+{
+	const config_setting_t *fbl, *mbl;
+
+	conf_walk(x, root, NULL, conf_root_fields, ARRAY_SIZE(conf_root_fields), c);
+	if (!config_setting_get_member(root, "listen"))
+		conf_default_listen(c);
+	if (!config_setting_get_member(root, "targets"))
+		conf_err(x, NULL, "targets", "missing: at least one target is required");
+
+	/* RFC 7143 13.14: FirstBurstLength <= MaxBurstLength. A default
+	 * first_burst_length follows a smaller max_burst_length. */
+	fbl = config_setting_get_member(root, "first_burst_length");
+	mbl = config_setting_get_member(root, "max_burst_length");
+	if (c->first_burst_length > c->max_burst_length) {
+		if (fbl)
+			conf_err(x, fbl, "first_burst_length", "%u exceeds max_burst_length %u%s",
+				 c->first_burst_length, c->max_burst_length,
+				 mbl ? "" : " (the default)");
+		else
+			c->first_burst_length = c->max_burst_length;
+	}
+}
+
+/* ---- entry points ---------------------------------------------------- */
+
+static void conf_ctx_init(struct conf_ctx *x, const char *name, unsigned flags,
+			  struct conf_errors *errs)
+{
+	x->name = name;
+	x->flags = flags;
+	x->errs = errs;
+	x->n_err = 0;
+	x->incdir = NULL;
+	if (errs) {
+		errs->msgs = NULL;
+		errs->n = 0;
+	}
+}
+
+static void conf_syntax_error(struct conf_ctx *x, config_t *cfg)
+{
+	int line = config_error_line(cfg);
+	char *file;
+
+	x->n_err++;
+	if (!x->errs)
+		return;
+	file = conf_file_name(x, config_error_file(cfg));
+	if (line > 0)
+		conf_errors_push(x->errs, conf_xasprintf("%s:%d: syntax error: %s", file, line,
+							  config_error_text(cfg)));
+	else
+		conf_errors_push(x->errs, conf_xasprintf("%s: syntax error: %s", file,
+							  config_error_text(cfg)));
+	free(file);
+}
+
+static int conf_build(struct conf_ctx *x, config_t *cfg, struct conf *c)
+{
+	struct conf tmp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	conf_set_defaults(&tmp, NULL);
+	tmp.file = conf_xstrdup(x->name);
+	conf_parse_root(x, config_root_setting(cfg), &tmp);
+	if (x->n_err) {
+		conf_free(&tmp);
+		return -1;
+	}
+	*c = tmp;
+	return 0;
+}
+
+int conf_load_file_opts(struct conf *c, const char *path, unsigned flags, struct conf_errors *errs)
+{
+	struct conf_ctx x;
+	config_t cfg;
+	FILE *f;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	conf_ctx_init(&x, path, flags, errs);
+	f = fopen(path, "r");
+	if (!f) {
+		conf_err(&x, NULL, NULL, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	config_init(&cfg);
+	/* @include names are relative to the including file's directory */
+	const char *slash = strrchr(path, '/');
+	if (slash) {
+		char *dir = conf_xstrdup(path);
+
+		dir[slash == path ? 1 : slash - path] = '\0';
+		config_set_include_dir(&cfg, dir);
+		free(dir);
+		x.incdir = conf_xstrdup(path);
+		x.incdir[slash - path + 1] = '\0';
+	}
+	if (!config_read(&cfg, f)) {
+		conf_syntax_error(&x, &cfg);
+		rc = -1;
+	} else {
+		rc = conf_build(&x, &cfg, c);
+	}
+	config_destroy(&cfg);
+	fclose(f);
+	free(x.incdir);
+	return rc;
+}
+
+int conf_load_file(struct conf *c, const char *path, struct conf_errors *errs)
+{
+	return conf_load_file_opts(c, path, 0, errs);
+}
+
+int conf_load_string_opts(struct conf *c, const char *text, const char *name, unsigned flags,
+			  struct conf_errors *errs)
+{
+	struct conf_ctx x;
+	config_t cfg;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	conf_ctx_init(&x, name ? name : "<string>", flags, errs);
+	config_init(&cfg);
+	if (!config_read_string(&cfg, text)) {
+		conf_syntax_error(&x, &cfg);
+		rc = -1;
+	} else {
+		rc = conf_build(&x, &cfg, c);
+	}
+	config_destroy(&cfg);
+	return rc;
+}
+
+int conf_load_string(struct conf *c, const char *text, const char *name, struct conf_errors *errs)
+{
+	return conf_load_string_opts(c, text, name, 0, errs);
+}
+
+void conf_default(struct conf *c, const char *state_dir)
+{
+	struct conf_target *t;
+	struct conf_lun *l;
+
+	memset(c, 0, sizeof(*c));
+	conf_set_defaults(c, state_dir);
+	c->file = conf_xstrdup("<embedded>");
+	conf_default_listen(c);
+	c->targets = t = conf_xcalloc(1, sizeof(*t));
+	c->n_targets = 1;
+	t->iqn = conf_xstrdup(CONF_DEFAULT_IQN);
+	t->luns = l = conf_xcalloc(1, sizeof(*l));
+	t->n_luns = 1;
+	l->lun = 0;
+	l->backstore = conf_xstrdup("file");
+	l->path = conf_xasprintf("%s/lun0.img", c->state_dir);
+	l->size = 1ULL << 30;
+	l->block_size = 512;
+	l->thin = true;
+}
+
+static void conf_chap_free(struct conf_chap *ch)
+{
+	if (!ch)
+		return;
+	free(ch->user);
+	free(ch->secret);
+	free(ch->mutual_user);
+	free(ch->mutual_secret);
+	free(ch);
+}
+
+void conf_free(struct conf *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < c->n_listen; i++) {
+		free(c->listen[i].host);
+		free(c->listen[i].port);
+	}
+	free(c->listen);
+	for (unsigned i = 0; i < c->n_targets; i++) {
+		struct conf_target *t = &c->targets[i];
+
+		free(t->iqn);
+		free(t->alias);
+		for (unsigned j = 0; j < t->n_initiators; j++)
+			free(t->initiators[j]);
+		free(t->initiators);
+		conf_chap_free(t->chap);
+		for (unsigned j = 0; j < t->n_luns; j++) {
+			struct conf_lun *l = &t->luns[j];
+
+			free(l->backstore);
+			free(l->path);
+			free(l->serial);
+			free(l->vendor);
+			free(l->product);
+		}
+		free(t->luns);
+	}
+	free(c->targets);
+	free(c->file);
+	free(c->state_dir);
+	free(c->control_socket);
+	free(c->metrics_listen);
+	memset(c, 0, sizeof(*c));
+}

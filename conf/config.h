@@ -1,0 +1,107 @@
+/*
+ * targetd configuration: the libconfig file (targetd.conf(5)) parsed and
+ * validated into plain structs. Nothing here opens backstores or sockets;
+ * targetd/ turns a validated config into runtime objects.
+ */
+#ifndef CONF_CONFIG_H
+#define CONF_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CONF_DEFAULT_FILE "/etc/targetd/targetd.conf"
+#define CONF_DEFAULT_STATE_DIR "/var/lib/targetd"
+#define CONF_DEFAULT_CONTROL_SOCKET "/run/targetd/control.sock"
+#define CONF_DEFAULT_IQN "iqn.2026-11.org.targetd:default"
+
+struct conf_chap {
+	char *user, *secret;              /* initiator authenticates to us */
+	char *mutual_user, *mutual_secret;/* we authenticate to the initiator */
+};
+
+struct conf_lun {
+	unsigned lun;
+	char *backstore;        /* "file", "block", "memory" */
+	char *path;             /* file/block; NULL for memory */
+	uint64_t size;          /* bytes; 0 = from the file or device */
+	unsigned block_size;    /* 512 (default) or 4096 */
+	bool thin;              /* default true */
+	bool read_only;
+	bool removable;
+	bool sanitize;          /* allow SANITIZE */
+	bool direct;            /* O_DIRECT */
+	char *serial, *vendor, *product;  /* NULL = derived */
+	int line;
+};
+
+struct conf_target {
+	char *iqn;
+	char *alias;
+	char **initiators;      /* allow-list; n_initiators == 0 and !has_acl = anyone */
+	unsigned n_initiators;
+	bool has_acl;
+	struct conf_chap *chap; /* NULL = no CHAP */
+	struct conf_lun *luns;
+	unsigned n_luns;
+	int line;
+};
+
+struct conf_listen {
+	char *host;             /* numeric address, IPv6 without brackets */
+	char *port;             /* numeric port */
+	unsigned tpgt;          /* target portal group tag (1 default) */
+};
+
+struct conf {
+	char *file;             /* name used in messages ("<embedded>" for default) */
+	struct conf_listen *listen;
+	unsigned n_listen;
+	unsigned threads;       /* 0 = one per CPU */
+	char *state_dir;
+	char *control_socket;
+	unsigned queue_depth;   /* CmdSN window per session, default 128 */
+	unsigned nop_interval;  /* seconds of idleness before a NOP-In ping (default 15, 0 = off) */
+	unsigned nop_timeout;   /* seconds to wait for the NOP-Out answer (default 30) */
+	unsigned login_timeout; /* seconds a connection may take to log in (default 15) */
+	unsigned max_recv_data_segment_length; /* what we accept, default 262144 */
+	unsigned max_burst_length;             /* default 1048576 */
+	unsigned first_burst_length;           /* default 65536 */
+	bool immediate_data;                   /* default true */
+	bool initial_r2t;                      /* default false */
+	unsigned max_outstanding_r2t;          /* default 1 */
+	bool use_io_uring;                     /* default true */
+	struct conf_target *targets;
+	unsigned n_targets;
+	char *metrics_listen;   /* "address:port" of the metrics endpoint; NULL = off */
+};
+
+/* Collected errors, each "FILE:LINE: message" (or "FILE: message"). */
+struct conf_errors {
+	char **msgs;
+	unsigned n;
+};
+
+/* Parse and validate. Returns 0, or -1 with every problem in errs.
+ * c and errs need not be initialised: both are overwritten (previous
+ * contents are not freed). On -1, c is left zeroed (conf_free-safe) and
+ * errs holds the messages (free with conf_errors_free); errs may be NULL. */
+int conf_load_file(struct conf *c, const char *path, struct conf_errors *errs);
+int conf_load_string(struct conf *c, const char *text, const char *name, struct conf_errors *errs);
+
+/* Flags for the _opts variants. */
+#define CONF_NO_PATH_CHECKS 0x1u  /* do not stat/access backstore paths */
+int conf_load_file_opts(struct conf *c, const char *path, unsigned flags, struct conf_errors *errs);
+int conf_load_string_opts(struct conf *c, const char *text, const char *name, unsigned flags,
+			  struct conf_errors *errs);
+/* The embedded default: 127.0.0.1:3260, one target, LUN 0 = 1 GiB sparse
+ * file "lun0.img" in state_dir. */
+void conf_default(struct conf *c, const char *state_dir);
+void conf_free(struct conf *c);
+void conf_errors_free(struct conf_errors *e);
+/* "10G" -> bytes; accepts K/M/G/T (powers of 1024), optional "iB"/"B".
+ * Returns 0 or -1. */
+int conf_parse_size(const char *s, uint64_t *out);
+/* "127.0.0.1:3260", "[::1]:3260", "host" (port 3260). Returns 0 or -1. */
+int conf_parse_listen(const char *s, char **host, char **port);
+
+#endif
