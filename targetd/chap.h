@@ -16,6 +16,9 @@
 int chap_md5_response(uint8_t id, const char *secret, size_t secret_len,
 		      const uint8_t *challenge, size_t challenge_len,
 		      uint8_t out[CHAP_MD5_LEN]);
+/* MD5 of one buffer (used by tests and anything else that needs a plain
+ * digest). Returns 0 or -1. */
+int chap_md5(const void *buf, size_t len, uint8_t out[CHAP_MD5_LEN]);
 /* Decode "0x..." hex or "0b..." base64 into out. Returns bytes or -1. */
 int chap_decode(const char *s, uint8_t *out, size_t max);
 /* Encode as "0x" + lowercase hex into out (size >= 2*len+3). */
