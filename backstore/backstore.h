@@ -45,6 +45,10 @@ struct bs_io {
 	void (*done)(struct bs_io *io);
 	void *priv;
 	struct bs_io *next;       /* engine-private linkage */
+	/* Engine-private state (set by io_engine; callers leave it alone). */
+	struct io_engine *eng;    /* engine the request was queued on */
+	void (*work)(struct bs_io *io); /* worker-pool function */
+	uint64_t xfer_done;       /* READ/WRITE bytes already transferred */
 };
 
 struct bs_params {
@@ -95,6 +99,17 @@ static inline void backstore_submit(struct io_engine *eng, struct bs_io *io)
 	io->bs->ops->submit(eng, io);
 }
 
+/* Request contract (every backstore):
+ *  - READ/WRITE: io->iov/iovcnt (or iov NULL: the single buffer io->iov1),
+ *    len = sum of the iov lengths. With O_DIRECT (params.direct) buffers,
+ *    offsets and lengths must be aligned: the caller allocates 4096-aligned
+ *    buffers.
+ *  - offset + len (and src_offset + len for COPY) must lie inside the
+ *    backstore, else result = -EINVAL.
+ *  - Success: result = len (0 for FLUSH). Failure: -errno, e.g. -EIO,
+ *    -ENOSPC; any modifying op on a read-only backstore: -EROFS.
+ *  - A READ that meets the end of the underlying file (a file shorter than
+ *    the backstore) reads zeroes there. */
 /* Run one request to completion on a private engine (start-up, tools,
  * tests, shutdown flush). Returns io->result. */
 int64_t backstore_sync_io(struct bs_io *io);

@@ -16,11 +16,14 @@
 #define BACKSTORE_IO_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "backstore/backstore.h"
 
 struct io_engine;
 
-/* depth: io_uring entries (rounded up); use_uring false forces the pool. */
+/* depth: io_uring entries (rounded up); use_uring false forces the pool.
+ * The environment variable TARGETD_NO_URING=1 forces the pool too (for
+ * valgrind, which does not follow memory the kernel writes through a ring). */
 struct io_engine *io_engine_create(unsigned depth, bool use_uring);
 void io_engine_destroy(struct io_engine *eng);
 
@@ -43,8 +46,16 @@ void io_engine_complete(struct io_engine *eng, struct bs_io *io);
  * completion then reaches the owner like any other. */
 void io_engine_offload(struct io_engine *eng, struct bs_io *io, void (*fn)(struct bs_io *io));
 /* For backstores: queue an io_uring read/write/fsync/fallocate on fd.
- * Returns false when there is no ring (caller offloads instead). */
+ * Returns false when there is no ring (caller offloads instead).
+ * Handles BS_OP_READ, BS_OP_WRITE (FUA = RWF_DSYNC) and BS_OP_FLUSH
+ * (fdatasync); for any other op it returns false. */
 bool io_engine_uring_rw(struct io_engine *eng, struct bs_io *io, int fd);
+/* For backstores: a worker-pool function doing READ/WRITE/FLUSH of io on
+ * io->bs->fd synchronously (preadv/pwritev loops, zero-fill at EOF). */
+void io_engine_rw_work(struct bs_io *io);
+/* For worker-pool functions: a 1 MiB, 4096-aligned scratch buffer private to
+ * the calling worker thread (NULL outside a worker or when out of memory). */
+void *io_engine_scratch(size_t *len);
 
 /* Stop the shared worker pool (at exit, after every engine is destroyed). */
 void io_engine_pool_shutdown(void);

@@ -1,0 +1,60 @@
+/* Shared by the backstore implementations only (not by their users). */
+#ifndef BACKSTORE_BS_IMPL_H
+#define BACKSTORE_BS_IMPL_H
+
+#include <errno.h>
+#include "backstore/backstore.h"
+#include "backstore/io_engine.h"
+
+/* Common checks of a request before it is queued: normalises the single
+ * buffer form (iov == NULL -> iov1), checks the range and the read-only
+ * flag. Returns 0 or -errno (then the caller completes io with it). */
+static inline int bs_check_io(struct bs_io *io)
+{
+	struct backstore *bs = io->bs;
+	uint64_t size = __atomic_load_n(&bs->size, __ATOMIC_RELAXED);
+
+	if (!io->iov) {
+		io->iov = &io->iov1;
+		io->iovcnt = 1;
+	}
+	if (io->op == BS_OP_FLUSH)
+		return 0;
+	if (io->offset > size || io->len > size - io->offset)
+		return -EINVAL;
+	if (io->op == BS_OP_READ)
+		return 0;
+	if (bs->read_only)
+		return -EROFS;
+	if (io->op == BS_OP_COPY) {
+		uint64_t ssize;
+
+		if (!io->src)
+			return -EINVAL;
+		ssize = __atomic_load_n(&io->src->size, __ATOMIC_RELAXED);
+		if (io->src_offset > ssize || io->len > ssize - io->src_offset)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Fail or finish io without I/O: delivered on the next poll. */
+static inline void bs_complete(struct io_engine *eng, struct bs_io *io, int64_t result)
+{
+	io->result = result;
+	io_engine_complete(eng, io);
+}
+
+/* Worker-pool function: BS_OP_COPY between any two backstores (file,
+ * block, memory), copy_file_range first, then a bounce buffer. */
+void backstore_copy_work(struct bs_io *io);
+
+/* Write len zero bytes at offset on fd (the slow fallback). 0 or -errno. */
+int bs_write_zero_buffers(int fd, uint64_t offset, uint64_t len);
+
+/* Memory backstore: base address (NULL if bs is not a memory backstore)
+ * and marking a range as written (for lba_status). */
+uint8_t *bs_memory_base(struct backstore *bs);
+void bs_memory_mark(struct backstore *bs, uint64_t offset, uint64_t len);
+
+#endif
