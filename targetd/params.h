@@ -66,6 +66,7 @@ struct iscsi_params {
 	uint32_t default_time2retain;
 	uint32_t error_recovery_level;
 	bool if_marker, of_marker;
+	uint32_t protocol_level;      /* iSCSIProtocolLevel (RFC 7144), default 0 */
 	uint64_t seen;                /* bitmask of keys already negotiated (internal) */
 };
 
