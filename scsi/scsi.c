@@ -1,3 +1,261 @@
-/* placeholder: being written */
+/*
+ * The core of the SCSI layer: parse a CDB (opcode table, LUN lookup, unit
+ * attention, reserved bits, medium and write-protection checks, then the
+ * opcode's own parse function), execute it, and turn sense reasons into a
+ * result.
+ *
+ * DESIGN (threads): a struct scsi_cmd belongs to the network thread that
+ * owns cmd->eng; everything here runs on that thread. Shared LUN state is
+ * read through atomics (medium, stopped, swp, sanitizing, nblocks); unit
+ * attentions are atomic bitmasks in the nexus, cleared with fetch_and so
+ * two commands of one nexus on two connections never report one UA twice.
+ */
 #include "config.h"
-typedef int placeholder_scsi_scsi_c;
+#include <stdlib.h>
+#include <errno.h>
+#include "scsi/scsi_int.h"
+
+void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
+{
+	static const uint8_t codes[UA__COUNT][2] = {
+		[UA_POWER_ON] = { 0x29, 0x00 },
+		[UA_BUS_RESET] = { 0x29, 0x02 },
+		[UA_LUN_RESET] = { 0x29, 0x03 },
+		[UA_NEXUS_LOSS] = { 0x29, 0x07 },
+		[UA_COMMANDS_CLEARED] = { 0x2f, 0x00 },
+		[UA_MODE_CHANGED] = { 0x2a, 0x01 },
+		[UA_RESERVATIONS_PREEMPTED] = { 0x2a, 0x03 },
+		[UA_RESERVATIONS_RELEASED] = { 0x2a, 0x04 },
+		[UA_REGISTRATIONS_PREEMPTED] = { 0x2a, 0x05 },
+		[UA_ALUA_CHANGED] = { 0x2a, 0x06 },
+		[UA_CAPACITY_CHANGED] = { 0x2a, 0x09 },
+		[UA_MEDIUM_CHANGED] = { 0x28, 0x00 },
+		[UA_LUNS_CHANGED] = { 0x3f, 0x0e },
+	};
+
+	*asc = codes[ua][0];
+	*ascq = codes[ua][1];
+}
+
+/* SAM-5 5.14: report the pending unit attention of lowest rank, once. */
+bool scsi_ua_take(struct scsi_nexus *n, uint16_t lun, uint8_t *asc, uint8_t *ascq)
+{
+	_Atomic uint32_t *p = &n->ua[lun];
+	uint32_t bits = atomic_load_explicit(p, memory_order_acquire);
+
+	while (bits) {
+		uint32_t bit = bits & -bits;
+		uint32_t old = atomic_fetch_and(p, ~bit);
+
+		if (old & bit) {
+			scsi_ua_code((enum scsi_ua)__builtin_ctz(bit), asc, ascq);
+			return true;
+		}
+		bits = old & ~bit;
+	}
+	return false;
+}
+
+void scsi_cmd_reset(struct scsi_cmd *cmd)
+{
+	uint8_t *buf = cmd->buf;
+	uint32_t cap = cmd->buf_cap;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->buf = buf;
+	cmd->buf_cap = cap;
+	cmd->cdb_len = 16;
+	cmd->field_bit = -1;
+}
+
+void scsi_cmd_set_result(struct scsi_cmd *cmd, enum sense_reason r)
+{
+	uint8_t status;
+
+	if (r == SR_PENDING)
+		r = SR_INTERNAL_ERROR;
+	cmd->reason = r;
+	scsi_reason_info(r, &status, NULL, NULL, NULL);
+	cmd->status = status;
+	if (status == SAM_STAT_CHECK_CONDITION) {
+		bool desc = cmd->lun && atomic_load_explicit(&cmd->lun->d_sense,
+							     memory_order_relaxed);
+		scsi_build_sense(cmd, desc);
+		cmd->data_len = 0;
+	} else {
+		cmd->sense_len = 0;
+	}
+}
+
+void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r)
+{
+	scsi_cmd_set_result(cmd, r);
+	cmd->complete(cmd);
+}
+
+/* SPC-4 4.4.1, SAM-5 5.2: bits outside the usage map are reserved. */
+static enum sense_reason scsi_check_reserved(struct scsi_cmd *cmd, const struct scsi_opcode *op)
+{
+	unsigned i, last = op->cdb_len - 1u;
+
+	for (i = 1; i < op->cdb_len; i++) {
+		uint8_t allowed = op->usage[i];
+		uint8_t bad;
+
+		if (i == 1 && op->has_sa)
+			allowed |= 0x1f;
+		if (i == last)
+			allowed |= 0xc0;      /* vendor specific bits of CONTROL */
+		bad = cmd->cdb[i] & (uint8_t)~allowed;
+		if (bad)
+			return scsi_invalid_cdb(cmd, (uint16_t)i, 31 - __builtin_clz(bad));
+	}
+	return SR_OK;
+}
+
+/* SBC-4 4.5 / SPC-4 5.3: medium state checks for commands that need it. */
+static enum sense_reason scsi_check_medium(struct scsi_cmd *cmd, const struct scsi_opcode *op)
+{
+	struct scsi_lun *lun = cmd->lun;
+
+	if (atomic_load_explicit(&lun->sanitizing, memory_order_acquire) &&
+	    !(op->flags & OPF_SANITIZE_OK))
+		return SR_SANITIZE_IN_PROGRESS;
+	if (!(op->flags & OPF_MEDIUM))
+		return SR_OK;
+	if (atomic_load_explicit(&lun->sanitize_failed, memory_order_acquire))
+		return SR_SANITIZE_FAILED;   /* SBC-4 4.11: until EXIT FAILURE MODE */
+	if (lun->removable && !atomic_load_explicit(&lun->medium_present, memory_order_acquire))
+		return SR_MEDIUM_NOT_PRESENT;
+	if (atomic_load_explicit(&lun->stopped, memory_order_acquire))
+		return SR_LUN_NOT_READY_STOPPED;
+	return SR_OK;
+}
+
+static bool scsi_lun_write_protected(const struct scsi_lun *lun)
+{
+	return lun->read_only || atomic_load_explicit(&lun->swp, memory_order_relaxed);
+}
+
+enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
+{
+	const struct scsi_opcode *op;
+	struct scsi_lun *lun = NULL;
+	struct scsi_target *t = cmd->nexus->target;
+	enum sense_reason r;
+	bool bad_sa;
+
+	cmd->lun = NULL;
+	cmd->op = NULL;
+	cmd->dir = SCSI_DIR_NONE;
+	cmd->xfer_len = 0;
+	cmd->data_len = 0;
+	cmd->info_valid = false;
+	cmd->field_valid = false;
+	cmd->field_bit = -1;
+	cmd->sense_len = 0;
+	cmd->status = SAM_STAT_GOOD;
+	cmd->execute = NULL;
+
+	if (cmd->lun_id < SCSI_MAX_LUNS)
+		lun = __atomic_load_n(&t->luns[cmd->lun_id], __ATOMIC_ACQUIRE);
+	cmd->lun = lun;
+
+	op = scsi_opcode_find(cmd->cdb, &bad_sa);
+	if (op && !scsi_op_available(op, lun)) {
+		op = NULL;
+		bad_sa = false;
+	}
+	if (op && op->has_sa && op->cdb_len > cmd->cdb_len)
+		op = NULL;
+
+	/* SPC-4 4.4 / SAM-5 5.8: a command to a LUN that is not there */
+	if (!lun && !(op && (op->flags & OPF_NO_LUN))) {
+		r = SR_LUN_NOT_SUPPORTED;
+		goto fail;
+	}
+
+	/* SAM-5 5.14: unit attention (not for INQUIRY, REPORT LUNS, REQUEST SENSE) */
+	if (lun && !(op && (op->flags & OPF_NO_UA)) &&
+	    scsi_ua_take(cmd->nexus, (uint16_t)cmd->lun_id, &cmd->ua_asc, &cmd->ua_ascq)) {
+		r = SR_UA;
+		goto fail;
+	}
+
+	if (!op) {
+		/* SPC-4 4.4.1: unknown service action: INVALID FIELD at byte 1 */
+		r = bad_sa ? scsi_invalid_cdb(cmd, 1, 4) : SR_INVALID_OPCODE;
+		goto fail;
+	}
+	cmd->op = op;
+
+	r = scsi_check_reserved(cmd, op);
+	if (r)
+		goto fail;
+	if (lun) {
+		r = scsi_check_medium(cmd, op);
+		if (r)
+			goto fail;
+	}
+	r = op->parse(cmd);
+	if (r)
+		goto fail;
+	if (lun && (op->flags & OPF_WRITES) && scsi_lun_write_protected(lun)) {
+		r = SR_WRITE_PROTECTED;
+		goto fail;
+	}
+	return SR_OK;
+fail:
+	cmd->dir = SCSI_DIR_NONE;
+	cmd->xfer_len = 0;
+	scsi_cmd_set_result(cmd, r);
+	return r;
+}
+
+bool scsi_cmd_execute(struct scsi_cmd *cmd)
+{
+	enum sense_reason r;
+
+	cmd->data_len = 0;
+	if (cmd->dir == SCSI_DIR_WRITE && cmd->buf_len < cmd->xfer_len) {
+		/* see scsi_cmd_buf_need(): short data-out is refused whole */
+		scsi_cmd_set_result(cmd, SR_INVALID_FIELD_IU);
+		return false;
+	}
+	if (cmd->xfer_len && cmd->buf_cap < cmd->xfer_len) {
+		scsi_cmd_set_result(cmd, SR_INTERNAL_ERROR);
+		return false;
+	}
+	if (!cmd->execute) {
+		scsi_cmd_set_result(cmd, SR_OK);
+		return false;
+	}
+	r = cmd->execute(cmd);
+	if (r == SR_PENDING)
+		return true;
+	scsi_cmd_set_result(cmd, r);
+	return false;
+}
+
+void *scsi_hpriv_alloc(struct scsi_cmd *cmd, size_t len)
+{
+	scsi_hpriv_free(cmd);
+	cmd->hpriv = malloc(len ? len : 1);
+	return cmd->hpriv;
+}
+
+void scsi_hpriv_free(struct scsi_cmd *cmd)
+{
+	free(cmd->hpriv);
+	cmd->hpriv = NULL;
+}
+
+/* SBC-4 4.18 / 5.x: a failed backstore request is never success. */
+enum sense_reason scsi_bs_error(int64_t result, bool write)
+{
+	if (result == -ENOSPC || result == -EDQUOT)
+		return SR_SPACE_ALLOC_FAILED;
+	if (result == -EROFS)
+		return SR_WRITE_PROTECTED;
+	return write ? SR_WRITE_ERROR : SR_READ_ERROR;
+}

@@ -119,6 +119,13 @@ enum sense_reason {
 	SR_COPY_ABORTED_ERROR,          /* 0D/00 */
 	/* UNIT ATTENTION: produced by the UA machinery, one per ua_bit */
 	SR_UA,
+	/* Added after the first contract (append-only). */
+	SR_INVALID_FIELD_IU,            /* ILLEGAL REQUEST 0E/03: data-out shorter
+	                                 * than the CDB's transfer length */
+	SR_SANITIZE_IN_PROGRESS,        /* NOT READY 04/1B */
+	SR_SANITIZE_FAILED,             /* MEDIUM ERROR 31/03 */
+	SR_MISCOMPARE_VERIFY_NOINFO,    /* MISCOMPARE 1D/00 without INFORMATION */
+	SR_NOT_READY_CAUSE_UNKNOWN,     /* NOT READY 04/00 */
 	SR__COUNT
 };
 
@@ -156,6 +163,9 @@ struct scsi_nexus {
 	struct scsi_target *target;
 	struct list_head target_link;      /* in target->nexus_list, under target->lock */
 	_Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending UA bits per LUN id */
+	/* LUNs on which this nexus holds a PREVENT ALLOW MEDIUM REMOVAL
+	 * prevention (bit per LUN id), released on I_T nexus loss. */
+	_Atomic uint32_t prevent[SCSI_MAX_LUNS / 32];
 	void *priv;                        /* transport session */
 };
 
@@ -214,6 +224,12 @@ struct scsi_lun {
 	_Atomic unsigned prevent;     /* PREVENT ALLOW MEDIUM REMOVAL holders */
 	_Atomic bool sanitizing;
 
+	_Atomic bool tpc;             /* INQUIRY 3PC: EXTENDED COPY offered */
+	uint8_t tpgs;                 /* INQUIRY TPGS (0: no ALUA) */
+	uint32_t max_xfer_blocks;     /* VPD B0 MAXIMUM TRANSFER LENGTH, honoured */
+	_Atomic uint32_t sanitize_progress; /* 0..65535 while sanitizing */
+	_Atomic bool sanitize_failed; /* last SANITIZE failed: EXIT FAILURE MODE */
+
 	void *priv_vaai;              /* room for the VAAI issue (range lock, ...) */
 	void *priv_pr;                /* room for reservations */
 	void *priv_stats;             /* room for statistics */
@@ -249,6 +265,9 @@ struct scsi_opcode {
 #define OPF_WRITES      0x008  /* modifies the medium (WRITE PROTECTED checks) */
 #define OPF_CONFLICT_OK 0x010  /* allowed while another nexus holds a reservation */
 #define OPF_VAAI        0x020  /* counted as a VAAI primitive */
+#define OPF_REMOVABLE   0x040  /* exists only on removable LUNs */
+#define OPF_SANITIZE    0x080  /* exists only where SANITIZE is allowed */
+#define OPF_SANITIZE_OK 0x100  /* allowed while a SANITIZE is in progress */
 
 struct scsi_cmd {
 	/* Set by the transport before scsi_cmd_parse(). */
@@ -301,6 +320,24 @@ struct scsi_cmd {
 	uint64_t start_ns;              /* for latency statistics */
 	_Atomic bool aborted;           /* set by task management */
 };
+
+/* Bytes of buffer the transport must give the command (after parsing).
+ * Data-out: xfer_len. Data-in: xfer_len, which parsing clamps to what the
+ * command can ever produce (an allocation length of 4 GiB for REPORT LUNS
+ * does not ask for a 4 GiB buffer).
+ *
+ * Short data-out (exp_xfer_len < xfer_len, so buf_len < xfer_len): per
+ * FCP-4/SAM-5 the device server may either process only the data received
+ * or refuse the command. A partial logical block cannot be written without
+ * a read-modify-write, so scsi_cmd_execute() refuses every data-out command
+ * whose buf_len < xfer_len with CHECK CONDITION, ILLEGAL REQUEST, INVALID
+ * FIELD IN COMMAND INFORMATION UNIT (0E/03) and touches no block; the
+ * transport still reports the overflow residual. Extra data-out
+ * (exp_xfer_len > xfer_len) is ignored past xfer_len (underflow residual). */
+static inline uint32_t scsi_cmd_buf_need(const struct scsi_cmd *cmd)
+{
+	return cmd->xfer_len;
+}
 
 /* --- core (scsi/scsi.c) --- */
 enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd);
@@ -365,5 +402,11 @@ void scsi_ua_clear(struct scsi_nexus *n, uint16_t lun);
 /* Task management effects on SCSI state (reservations, UA). */
 void scsi_lun_reset(struct scsi_lun *lun, const struct scsi_nexus *by);
 void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool cold);
+/* Resize: sets nblocks and establishes CAPACITY DATA HAS CHANGED for every
+ * nexus. */
+void scsi_lun_set_capacity(struct scsi_lun *lun, uint64_t nblocks);
+/* Add (or remove, lun == NULL) a LUN while sessions run: REPORTED LUNS DATA
+ * HAS CHANGED for every nexus on every LUN. */
+void scsi_target_set_lun(struct scsi_target *t, uint16_t id, struct scsi_lun *lun);
 
 #endif
