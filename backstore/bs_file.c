@@ -106,6 +106,23 @@ static void bs_file_submit(struct io_engine *eng, struct bs_io *io)
 	bs_complete(eng, io, -EINVAL);
 }
 
+/* Allocate [offset, offset+len) without changing data or size. Not
+ * glibc's posix_fallocate: its emulation writes every block. A filesystem
+ * that cannot allocate ahead leaves the file sparse (logged once). */
+static int bs_file_allocate(int fd, uint64_t offset, uint64_t len)
+{
+	static bool logged;
+
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)len) == 0)
+		return 0;
+	if (errno == EOPNOTSUPP || errno == ENOSYS) {
+		if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+			log_info("file backstore: the filesystem cannot preallocate: thick files stay sparse");
+		return 0;
+	}
+	return -errno;
+}
+
 static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *err, size_t errlen)
 {
 	int flags = O_CLOEXEC | (p->read_only ? O_RDONLY : O_RDWR);
@@ -126,7 +143,10 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 		}
 		flags |= O_CREAT;
 	}
-	fd = open(p->path, flags, 0600);
+	/* No atime updates on the data path; O_NOATIME needs ownership. */
+	fd = open(p->path, flags | O_NOATIME, 0600);
+	if (fd < 0 && errno == EPERM)
+		fd = open(p->path, flags, 0600);
 	if (fd < 0) {
 		e = errno;
 		snprintf(err, errlen, "%s: open: %s", p->path, strerror(e));
@@ -162,15 +182,19 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 				 (unsigned long long)size, strerror(e));
 			goto fail;
 		}
-		if (!p->thin) {
-			e = posix_fallocate(fd, st.st_size, (off_t)(size - (uint64_t)st.st_size));
-			if (e && e != EOPNOTSUPP && e != EINVAL) {
-				snprintf(err, errlen, "%s: allocate %llu bytes: %s", p->path,
-					 (unsigned long long)size, strerror(e));
-				if (ftruncate(fd, st.st_size) < 0)
-					log_warn("%s: could not shrink back after failure", p->path);
-				goto fail;
-			}
+	}
+	if (!p->thin && !p->read_only) {
+		/* Thick: allocate every block now (cheap where already
+		 * allocated), so ENOSPC cannot surprise a write later and
+		 * lba_status can say "mapped" truthfully. */
+		e = bs_file_allocate(fd, 0, size);
+		if (e < 0) {
+			e = -e;
+			snprintf(err, errlen, "%s: allocate %llu bytes: %s", p->path,
+				 (unsigned long long)size, strerror(e));
+			if ((uint64_t)st.st_size < size && ftruncate(fd, st.st_size) < 0)
+				log_warn("%s: could not shrink back after failure", p->path);
+			goto fail;
 		}
 	}
 	bs->fd = fd;
@@ -249,9 +273,9 @@ static int bs_file_resize(struct backstore *bs, uint64_t new_size)
 	if (ftruncate(bs->fd, (off_t)new_size) < 0)
 		return -errno;
 	if (new_size > old && !bs->thin) {
-		e = posix_fallocate(bs->fd, (off_t)old, (off_t)(new_size - old));
-		if (e && e != EOPNOTSUPP && e != EINVAL)
-			return -e;
+		e = bs_file_allocate(bs->fd, old, new_size - old);
+		if (e < 0)
+			return e;
 	}
 	__atomic_store_n(&bs->size, new_size, __ATOMIC_RELEASE);
 	return 0;

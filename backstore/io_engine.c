@@ -349,7 +349,8 @@ void io_engine_rw_work(struct bs_io *io)
 			io->xfer_done += (uint64_t)r;
 		}
 	}
-	io->result = (int64_t)io->len;
+	/* The iovecs must cover len (the request contract). */
+	io->result = io->xfer_done >= io->len ? (int64_t)io->len : -EINVAL;
 }
 
 /* ---- io_uring ------------------------------------------------------------ */

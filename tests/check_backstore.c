@@ -708,6 +708,73 @@ START_TEST(test_enospc)
 }
 END_TEST
 
+START_TEST(test_zero_fallbacks)
+{
+	/* tmpfs has PUNCH_HOLE but no ZERO_RANGE: WRITE_ZEROES must fall back
+	 * to punch + allocate, a thick DISCARD likewise, and still read zeroes. */
+	struct io_engine *eng = eng_for(_i, 16);
+	struct bs_params p = { .type = "file", .size = 4 * MiB, .thin = true, .create = true };
+	struct backstore *bs;
+	char mnt[512], path[600], err[256];
+	uint8_t *buf = malloc(MiB), *rbuf = malloc(MiB);
+	struct stat st0, st1;
+	struct tio t;
+
+	tpath(mnt, sizeof(mnt), "mnt");
+	ck_assert_int_eq(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=16m") < 0) {
+		printf("backstore: fallback case skipped: cannot mount a tmpfs (%s)\n", strerror(errno));
+		io_engine_destroy(eng);
+		free(buf);
+		free(rbuf);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	p.path = path;
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), 0);
+	fill(buf, MiB, 9);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, 0, buf, MiB, 0), MiB);
+	ck_assert_int_eq(stat(path, &st0), 0);
+
+	tio_init(&t, bs, BS_OP_WRITE_ZEROES, 4096, NULL, 64 * 1024);
+	ck_assert_int_eq(tio_run(eng, &t), 64 * 1024);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 0, rbuf, MiB, 0), MiB);
+	ck_assert_mem_eq(rbuf, buf, 4096);
+	ck_assert(all_zero(rbuf + 4096, 64 * 1024));
+	ck_assert_mem_eq(rbuf + 4096 + 64 * 1024, buf + 4096 + 64 * 1024, MiB - 4096 - 64 * 1024);
+	ck_assert_int_eq(stat(path, &st1), 0);
+	ck_assert_int_eq(st1.st_blocks, st0.st_blocks); /* still allocated */
+
+	tio_init(&t, bs, BS_OP_DISCARD, 512 * 1024, NULL, 256 * 1024);
+	ck_assert_int_eq(tio_run(eng, &t), 256 * 1024);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 512 * 1024, rbuf, 256 * 1024, 0), 256 * 1024);
+	ck_assert(all_zero(rbuf, 256 * 1024));
+	ck_assert_int_eq(stat(path, &st1), 0);
+	ck_assert_int_le(st1.st_blocks * 512, st0.st_blocks * 512 - 256 * 1024);
+	backstore_close(bs);
+
+	/* Thick on tmpfs: DISCARD keeps the blocks. */
+	p.thin = false;
+	snprintf(path, sizeof(path), "%s/g", mnt);
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), 0);
+	ck_assert_int_eq(stat(path, &st0), 0);
+	ck_assert_int_ge(st0.st_blocks * 512, 4 * MiB);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, 0, buf, MiB, 0), MiB);
+	tio_init(&t, bs, BS_OP_DISCARD, 0, NULL, MiB);
+	ck_assert_int_eq(tio_run(eng, &t), MiB);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 0, rbuf, MiB, 0), MiB);
+	ck_assert(all_zero(rbuf, MiB));
+	ck_assert_int_eq(stat(path, &st1), 0);
+	ck_assert_int_ge(st1.st_blocks * 512, 4 * MiB);
+	backstore_close(bs);
+
+	umount2(mnt, MNT_DETACH);
+	free(buf);
+	free(rbuf);
+	io_engine_destroy(eng);
+}
+END_TEST
+
 START_TEST(test_direct_io)
 {
 	struct io_engine *eng = eng_for(_i, 16);
@@ -1049,6 +1116,7 @@ Suite *backstore_suite(void)
 	tcase_add_loop_test(tc, test_short_read_eof, 0, 2);
 	tcase_add_loop_test(tc, test_read_only, 0, 2);
 	tcase_add_loop_test(tc, test_enospc, 0, 2);
+	tcase_add_loop_test(tc, test_zero_fallbacks, 0, 2);
 	tcase_add_loop_test(tc, test_direct_io, 0, 2);
 	tcase_add_test(tc, test_resize);
 	tcase_add_loop_test(tc, test_memory, 0, 2);
