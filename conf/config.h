@@ -101,7 +101,11 @@ void conf_errors_free(struct conf_errors *e);
 /* "10G" -> bytes; accepts K/M/G/T (powers of 1024), optional "iB"/"B".
  * Returns 0 or -1. */
 int conf_parse_size(const char *s, uint64_t *out);
-/* "127.0.0.1:3260", "[::1]:3260", "host" (port 3260). Returns 0 or -1. */
+/* "127.0.0.1:3260", "[::1]:3260", "host" (port 3260). Returns 0 or -1.
+ * Hosts are numeric only (inet_pton): "1.2.3.4", "[::1]", or a bare IPv6
+ * address such as "::1" (which then cannot carry a port). Ports are 1..65535
+ * and come back in canonical decimal. On -1 *host and *port are NULL;
+ * on 0 both are malloc'ed. */
 int conf_parse_listen(const char *s, char **host, char **port);
 
 #endif
