@@ -12,10 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <stddef.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <linux/filter.h>
 #include <linux/loop.h>
+#include <linux/seccomp.h>
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
 #include "targetd/util.h"
@@ -985,6 +991,83 @@ START_TEST(test_sync_io)
 }
 END_TEST
 
+/* ---- io_uring refused --------------------------------------------------------- */
+
+#ifdef __NR_io_uring_setup
+/* Child: io_uring_setup fails with EPERM (as under a container's seccomp
+ * profile); the engine must fall back to the pool and work. Exit code 0 on
+ * success, the failing step otherwise (no Check calls in the child). */
+static int refused_child(const char *path)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = ARRAY_SIZE(f), .filter = f };
+	struct bs_params p = { .type = "file", .path = path, .size = MiB, .thin = true,
+			       .create = true };
+	static uint8_t buf[4096], rbuf[4096];
+	struct io_engine *eng;
+	struct backstore *bs;
+	struct tio t;
+	char err[256];
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+		return 10;
+	eng = io_engine_create(32, true);
+	if (!eng)
+		return 2;
+	if (io_engine_has_uring(eng))
+		return 3;
+	if (backstore_open(&bs, &p, err, sizeof(err)) < 0)
+		return 4;
+	fill(buf, sizeof(buf), 66);
+	tio_init(&t, bs, BS_OP_WRITE, 8192, buf, sizeof(buf));
+	backstore_submit(eng, &t.io);
+	while (!t.done)
+		io_engine_wait(eng);
+	if (t.io.result != 4096)
+		return 5;
+	tio_init(&t, bs, BS_OP_READ, 8192, rbuf, sizeof(rbuf));
+	backstore_submit(eng, &t.io);
+	while (!t.done)
+		io_engine_wait(eng);
+	if (t.io.result != 4096 || memcmp(buf, rbuf, sizeof(buf)) != 0)
+		return 6;
+	backstore_close(bs);
+	io_engine_destroy(eng);
+	io_engine_pool_shutdown();
+	return 0;
+}
+#endif
+
+START_TEST(test_uring_refused)
+{
+#ifdef __NR_io_uring_setup
+	char path[512];
+	pid_t pid;
+	int status;
+
+	tpath(path, sizeof(path), "refused");
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(refused_child(path));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 10) {
+		printf("backstore: io_uring refusal case skipped: cannot install a seccomp filter\n");
+		return;
+	}
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+#endif
+}
+END_TEST
+
 /* ---- block device (loop) ---------------------------------------------------- */
 
 /* Attach a file to a free loop device with autoclear: the kernel detaches it
@@ -1123,6 +1206,7 @@ Suite *backstore_suite(void)
 	tcase_add_test(tc, test_memory_deferred);
 	tcase_add_test(tc, test_resubmit_from_callback);
 	tcase_add_test(tc, test_sync_io);
+	tcase_add_test(tc, test_uring_refused);
 	tcase_add_loop_test(tc, test_block_loop, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
