@@ -43,6 +43,7 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -381,6 +382,8 @@ bool io_engine_uring_rw(struct io_engine *eng, struct bs_io *io, int fd)
 		return false;
 	if (io->op != BS_OP_READ && io->op != BS_OP_WRITE && io->op != BS_OP_FLUSH)
 		return false;
+	if (unlikely(io->iovcnt > IOV_MAX))
+		return false; /* readv would refuse it; the pool loops per segment */
 	sqe = engine_get_sqe(eng);
 	if (unlikely(!sqe))
 		return false;
