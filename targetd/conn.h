@@ -1,1 +1,314 @@
-/* placeholder */
+/*
+ * iSCSI connections, sessions and tasks (RFC 7143), and the network threads
+ * that own them.
+ *
+ * DESIGN (threads and ownership):
+ * - N network threads (net.c), each an epoll loop with its own io_engine and
+ *   buffer pool. A connection is owned by exactly one thread and is only
+ *   touched by it. At the end of login a connection that joins an existing
+ *   session is handed to the thread that owns that session, so every
+ *   connection of a session lives on one thread: the session (CmdSN window,
+ *   ITT table, tasks) needs no lock.
+ * - Cross-thread requests (hand a logged-in connection over, close a session
+ *   being reinstated, shut down) travel as messages on the target thread's
+ *   queue (mutex + eventfd); they are rare and off the data path.
+ * - The session registry (TSIH and initiator/ISID lookup at login) is a list
+ *   under one mutex, used only at login and logout.
+ * - Tasks are preallocated per session (queue depth + slack) and reused; data
+ *   buffers come from the owning thread's pool. Nothing is allocated per
+ *   command in the steady state.
+ *
+ * Task states (changed only by the owning thread):
+ *   FREE -> DATA_OUT (collecting write data) -> QUEUED (waiting for CmdSN
+ *   order) -> EXEC (in the SCSI layer / backstore) -> RESPOND (in the
+ *   transmit queue) -> FREE. A task that task management aborts while EXEC
+ *   moves to ABORTED and is freed when the backstore completes it.
+ */
+#ifndef TARGETD_CONN_H
+#define TARGETD_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "scsi/scsi.h"
+#include "targetd/iscsi_pdu.h"
+#include "targetd/params.h"
+#include "targetd/bufpool.h"
+#include "targetd/util.h"
+
+struct net_thread;
+struct iscsi_conn;
+struct iscsi_session;
+struct iscsi_target;
+
+enum task_state {
+	TASK_FREE = 0,
+	TASK_DATA_OUT,
+	TASK_QUEUED,
+	TASK_EXEC,
+	TASK_RESPOND,
+	TASK_ABORTED,
+};
+
+/* Something waiting in a connection's transmit queue. */
+enum tx_kind { TX_TASK, TX_PDU };
+struct tx_entry {
+	struct list_head link;
+	enum tx_kind kind;
+};
+
+/* A standalone PDU (login/text/TMF/NOP/logout responses, Reject, Async). */
+struct tx_pdu {
+	struct tx_entry e;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	bool set_statsn;      /* fill StatSN/ExpCmdSN/MaxCmdSN when sent */
+	bool advance_statsn;
+	bool close_after;     /* drop the connection once written */
+	uint32_t dlen;
+	uint8_t *data;        /* owned, freed after sending */
+};
+
+struct iscsi_task {
+	struct scsi_cmd cmd;
+	struct tx_entry tx;
+	struct iscsi_session *sess;
+	struct iscsi_conn *conn;       /* connection allegiance */
+	enum task_state state;
+	uint16_t idx;                  /* index in sess->tasks, used in TTTs */
+	bool immediate;
+	bool in_hash;
+	bool parse_failed;             /* result set at parse; data is discarded */
+	bool sent_status;
+	bool counted;                  /* counts against the CmdSN window */
+	uint32_t itt;
+	uint32_t ttt_base;             /* (idx + 1) << 16: R2T TTTs of this task */
+	uint8_t sense_seg[2 + SCSI_SENSE_BUF]; /* SCSI Response data segment */
+	uint32_t cmdsn;
+	uint8_t bhs_flags;
+	uint8_t lun_raw[8];
+	struct iscsi_task *hnext;      /* ITT hash chain */
+	struct list_head qlink;        /* session's CmdSN-ordered queue */
+
+	/* Data-Out */
+	uint32_t want;                 /* bytes to receive into buf */
+	uint32_t edtl_in;              /* bytes the initiator will send (EDTL) */
+	uint32_t received;             /* bytes received (incl. discarded) */
+	uint32_t stored;               /* bytes of [0, want) in the buffer */
+	uint32_t unsol_left;           /* unsolicited bytes still expected */
+	uint32_t next_r2t_off;         /* next offset to solicit */
+	uint32_t r2t_sent_off;         /* R2Ts queued up to here */
+	uint32_t r2t_outstanding;
+	uint32_t r2tsn;
+	uint32_t exp_datasn;           /* DataSN expected in the current sequence */
+	uint32_t ttt;                  /* TTT of the outstanding R2T sequence */
+	uint32_t seq_end;              /* end offset of the current R2T sequence */
+	bool unsol_done;
+	bool r2t_pending;              /* task sits in tx queue to send R2Ts */
+
+	/* Data-In / response */
+	uint32_t tx_off;
+	uint32_t tx_len;               /* bytes of data-in to send */
+	uint32_t datasn;
+	uint32_t resid;
+	uint8_t rsp_flags;             /* overflow/underflow */
+
+	struct bufpool_buf *bb;        /* where cmd.buf came from */
+	struct iscsi_tmf *tmf_wait;    /* TMF waiting for this aborted task */
+};
+
+struct iscsi_tmf {
+	struct iscsi_session *sess;
+	struct iscsi_conn *conn;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	unsigned waiting;              /* aborted tasks still in the backstore */
+	uint8_t response;
+	bool close_after;              /* cold reset: drop the connection after */
+};
+
+#define TASK_HASH_SIZE 256
+
+struct iscsi_session {
+	uint64_t id;
+	uint16_t tsih;
+	uint8_t isid[6];
+	char initiator[224];
+	char initiator_alias[256];
+	bool discovery;
+	struct iscsi_target *target;
+	struct net_thread *thread;     /* owner of every connection */
+	struct scsi_nexus nexus;
+	struct iscsi_params params;
+
+	uint32_t exp_cmdsn;
+	uint32_t max_cmdsn_sent;
+	unsigned queue_depth;
+
+	struct iscsi_task *tasks;
+	unsigned n_tasks;
+	unsigned active;               /* non-immediate tasks not yet freed */
+	struct iscsi_task *free_list;
+	struct iscsi_task *hash[TASK_HASH_SIZE];
+	uint32_t ahead[64];            /* CmdSNs received beyond a gap */
+	unsigned n_ahead;
+	unsigned exec_count;           /* tasks inside the SCSI layer */
+	bool logout_session;
+
+	struct list_head conns;
+	unsigned n_conns;
+	struct list_head reg_link;     /* registry, under the registry lock */
+	bool registered;
+	bool closing;
+	unsigned refs;                 /* connections + pending TMF */
+};
+
+enum conn_state {
+	CONN_LOGIN,
+	CONN_FULL,
+	CONN_LOGOUT,       /* logout response queued */
+	CONN_CLOSING,
+};
+
+enum rx_state {
+	RX_BHS,
+	RX_AHS,
+	RX_HDIGEST,
+	RX_DATA,
+	RX_PAD,
+	RX_DDIGEST,
+};
+
+#define CONN_RXBUF 65536
+#define CONN_TX_SLOTS 32
+#define CONN_IOV 4
+
+struct tx_slot {
+	uint8_t hdr[ISCSI_BHS_LEN + ISCSI_DIGEST_LEN];
+	uint8_t trail[3 + ISCSI_DIGEST_LEN];
+	struct iovec iov[CONN_IOV];
+	int iovcnt;
+	struct tx_entry *owner;
+	bool last;                      /* owner's last PDU */
+};
+
+struct iscsi_conn {
+	int fd;
+	int epoll_tag;                  /* tag for epoll dispatch (must be first word used) */
+	struct net_thread *thread;
+	struct iscsi_session *sess;
+	struct list_head sess_link;
+	struct list_head thread_link;
+	struct list_head dirty_link;    /* thread's list of connections to flush */
+	enum conn_state state;
+	uint16_t cid;
+	char peer[64];
+	char local[64];
+	uint16_t tpgt;
+	struct iscsi_portal *portal;
+
+	/* Login state (freed after login). */
+	struct iscsi_login *login;
+	struct iscsi_session *pending_session;  /* being joined at the end of login */
+
+	/* A Text Response longer than one PDU (RFC 7143 11.11 C bit). */
+	char *text_buf;
+	size_t text_len, text_off;
+	uint32_t text_ttt;
+
+	/* Negotiated per connection. */
+	bool hdigest, ddigest;
+	uint32_t max_send_dsl;          /* initiator's MaxRecvDataSegmentLength */
+	uint32_t max_recv_dsl;          /* ours */
+
+	uint32_t stat_sn;
+	uint32_t exp_statsn;
+	uint32_t login_exp_cmdsn;       /* before a session exists */
+
+	/* Receive side. */
+	enum rx_state rx_state;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint8_t ahs[1024 + ISCSI_DIGEST_LEN];
+	uint32_t rx_need, rx_got;       /* bytes of the current piece */
+	uint32_t dlen, padlen;
+	uint8_t *rx_data;               /* destination of the data segment */
+	uint8_t *rx_owned;              /* rx_data allocated for this PDU */
+	uint32_t rx_keep;               /* bytes of the data segment stored at rx_data */
+	uint8_t rx_reject;              /* reject this PDU once read */
+	bool data_digest_bad;
+	uint32_t rx_crc;
+	uint8_t rx_digest[4];
+	struct iscsi_task *rx_task;     /* Data-Out / immediate data target */
+	uint32_t rx_task_off;
+	bool rx_discard;
+	uint8_t *rxbuf;                 /* bulk receive buffer */
+	uint32_t rxb_start, rxb_end;
+
+	/* Transmit side. */
+	struct list_head txq;
+	struct tx_slot slots[CONN_TX_SLOTS];
+	unsigned slot_head, slot_count; /* ring of prepared PDUs */
+	size_t slot_sent;               /* bytes of slots[slot_head] already sent */
+	bool want_out;                  /* EPOLLOUT armed */
+	bool in_flush;
+	bool close_after_tx;
+
+	uint64_t last_rx_ms;
+	uint64_t created_ms;
+	uint64_t nop_sent_ms;
+	uint32_t nop_ttt;
+	bool nop_outstanding;
+	unsigned refs;                  /* tasks holding this connection */
+	bool dead;
+};
+
+/* conn.c */
+struct iscsi_conn *iscsi_conn_new(struct net_thread *t, int fd, struct iscsi_portal *portal);
+void iscsi_conn_event(struct iscsi_conn *c, uint32_t events);
+void iscsi_conn_close(struct iscsi_conn *c, const char *why);
+void iscsi_conn_release(struct iscsi_conn *c);
+void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now_ms);
+void iscsi_conn_flush(struct iscsi_conn *c);
+void iscsi_conn_queue_pdu(struct iscsi_conn *c, struct tx_pdu *p);
+struct tx_pdu *iscsi_pdu_new(uint8_t opcode, uint32_t dlen);
+void iscsi_conn_reject(struct iscsi_conn *c, uint8_t reason, const uint8_t *bhs);
+void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t);
+
+/* login.c */
+void iscsi_login_rx(struct iscsi_conn *c);
+void iscsi_text_rx(struct iscsi_conn *c);
+void iscsi_login_free(struct iscsi_conn *c);
+void iscsi_conn_login_done(struct iscsi_conn *c);
+
+/* session.c */
+struct iscsi_session *iscsi_session_new(struct iscsi_conn *c);
+void iscsi_session_attach_conn(struct iscsi_session *s, struct iscsi_conn *c);
+void iscsi_session_detach_conn(struct iscsi_session *s, struct iscsi_conn *c);
+void iscsi_session_put(struct iscsi_session *s);
+struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate);
+void iscsi_task_free(struct iscsi_task *t);
+struct iscsi_task *iscsi_task_find(struct iscsi_session *s, uint32_t itt);
+void iscsi_task_hash_add(struct iscsi_task *t);
+void iscsi_task_hash_del(struct iscsi_task *t);
+uint32_t iscsi_session_max_cmdsn(struct iscsi_session *s);
+void iscsi_session_registry_lock(void);
+void iscsi_session_registry_unlock(void);
+struct iscsi_session *iscsi_session_lookup_isid(const char *initiator, const uint8_t *isid,
+					       const struct iscsi_target *t);
+struct iscsi_session *iscsi_session_lookup_tsih(uint16_t tsih);
+void iscsi_session_register(struct iscsi_session *s);
+void iscsi_session_registry_forget(void);
+void iscsi_conn_join(struct iscsi_conn *c, struct iscsi_session *s);
+void iscsi_session_unregister(struct iscsi_session *s);
+unsigned iscsi_session_count(void);
+
+/* conn.c: the full-feature command path */
+void iscsi_task_exec(struct iscsi_task *t);
+void iscsi_task_respond(struct iscsi_task *t);
+void iscsi_cmd_complete_cb(struct scsi_cmd *cmd);
+void cmdsn_received(struct iscsi_session *s, uint32_t cmdsn);
+
+/* tmf.c */
+void iscsi_tmf_rx(struct iscsi_conn *c);
+void iscsi_tmf_task_aborted(struct iscsi_task *t);
+void iscsi_session_abort_all(struct iscsi_session *s);
+
+#endif

@@ -1,3 +1,434 @@
-/* placeholder: being written */
+/*
+ * Network threads, the acceptor, and cross-thread messages.
+ *
+ * DESIGN: see net.h and conn.h. Each network thread loops:
+ *   flush the io_engine and every connection with pending output;
+ *   epoll_wait (timeout 0 while the engine has ready completions, else up
+ *   to one second for the timers);
+ *   handle socket events, engine completions and messages.
+ * The acceptor thread blocks in epoll on the listening sockets and hands
+ * each accepted socket to the next network thread (round robin) through
+ * that thread's message queue (mutex + eventfd: off the data path).
+ */
 #include "config.h"
-typedef int placeholder_targetd_net_c;
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "backstore/io_engine.h"
+#include "targetd/conn.h"
+#include "targetd/net.h"
+#include "targetd/target.h"
+
+__thread struct net_thread *net_self;
+
+static struct net_thread *threads;
+static unsigned n_threads;
+static pthread_t acceptor_tid;
+static int acceptor_epfd = -1;
+static int acceptor_stop_fd = -1;
+static bool acceptor_running;
+
+uint64_t net_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int net_epoll_add(struct net_thread *t, int fd, uint32_t events, int *tag)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = tag };
+
+	return epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int net_epoll_mod(struct net_thread *t, int fd, uint32_t events, int *tag)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = tag };
+
+	return epoll_ctl(t->epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+
+void net_epoll_del(struct net_thread *t, int fd)
+{
+	epoll_ctl(t->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+void net_send(struct net_thread *t, enum net_msg_type type, int fd, void *ptr, uint64_t arg)
+{
+	struct net_msg *m = calloc(1, sizeof(*m));
+	uint64_t one = 1;
+
+	if (!m) {
+		log_err("out of memory sending a thread message");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	m->type = type;
+	m->fd = fd;
+	m->ptr = ptr;
+	m->arg = arg;
+	pthread_mutex_lock(&t->mq_lock);
+	list_add_tail(&m->link, &t->mq);
+	pthread_mutex_unlock(&t->mq_lock);
+	if (write(t->msg_fd, &one, sizeof(one)) < 0)
+		log_warn("eventfd write failed: %m");
+}
+
+static void describe_addr(const struct sockaddr_storage *ss, char *buf, size_t len, bool with_port)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		port = ntohs(a->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		port = ntohs(a->sin6_port);
+	}
+	if (with_port)
+		snprintf(buf, len, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+	else
+		snprintf(buf, len, "%s", host);
+}
+
+static void thread_new_conn(struct net_thread *t, int fd, struct iscsi_portal *portal)
+{
+	struct iscsi_conn *c;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = iscsi_conn_new(t, fd, portal);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	if (!getpeername(fd, (struct sockaddr *)&ss, &sl))
+		describe_addr(&ss, c->peer, sizeof(c->peer), true);
+	sl = sizeof(ss);
+	if (!getsockname(fd, (struct sockaddr *)&ss, &sl))
+		describe_addr(&ss, c->local, sizeof(c->local), false);
+	list_add_tail(&c->thread_link, &t->conns);
+	t->n_conns++;
+	if (net_epoll_add(t, fd, EPOLLIN, &c->epoll_tag)) {
+		log_err("epoll_ctl: %m");
+		iscsi_conn_close(c, "epoll failed");
+	}
+}
+
+/* A logged-in connection handed over by another thread. */
+void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t)
+{
+	struct iscsi_session *s = c->pending_session;
+
+	c->thread = t;
+	c->pending_session = NULL;
+	list_add_tail(&c->thread_link, &t->conns);
+	t->n_conns++;
+	c->last_rx_ms = t->now_ms;
+	if (net_epoll_add(t, c->fd, c->want_out ? EPOLLIN | EPOLLOUT : EPOLLIN, &c->epoll_tag)) {
+		iscsi_conn_close(c, "epoll failed");
+		return;
+	}
+	if (s->closing) {
+		iscsi_conn_close(c, "session is closing");
+		return;
+	}
+	iscsi_conn_join(c, s);
+	/* Bytes may already wait in the receive buffer. */
+	iscsi_conn_event(c, EPOLLIN | EPOLLOUT);
+}
+
+static void close_session_by_id(struct net_thread *t, uint64_t id)
+{
+	struct list_head *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &t->conns) {
+		struct iscsi_conn *c = list_entry(pos, struct iscsi_conn, thread_link);
+		if (c->sess && c->sess->id == id)
+			iscsi_conn_close(c, "session reinstated");
+	}
+}
+
+static void thread_messages(struct net_thread *t)
+{
+	struct list_head q;
+	uint64_t v;
+
+	if (read(t->msg_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("eventfd read failed: %m");
+	list_init(&q);
+	pthread_mutex_lock(&t->mq_lock);
+	if (!list_empty(&t->mq)) {
+		q.next = t->mq.next;
+		q.prev = t->mq.prev;
+		q.next->prev = &q;
+		q.prev->next = &q;
+		list_init(&t->mq);
+	}
+	pthread_mutex_unlock(&t->mq_lock);
+	while (!list_empty(&q)) {
+		struct net_msg *m = list_entry(q.next, struct net_msg, link);
+		list_del(&m->link);
+		switch (m->type) {
+		case MSG_NEW_CONN:
+			if (t->stopping)
+				close(m->fd);
+			else
+				thread_new_conn(t, m->fd, m->ptr);
+			break;
+		case MSG_ADOPT_CONN:
+			iscsi_conn_adopt(m->ptr, t);
+			break;
+		case MSG_CLOSE_SESSION:
+			close_session_by_id(t, m->arg);
+			break;
+		case MSG_STOP:
+			t->stopping = true;
+			break;
+		}
+		free(m);
+	}
+}
+
+static void flush_dirty(struct net_thread *t)
+{
+	while (!list_empty(&t->dirty)) {
+		struct iscsi_conn *c = list_entry(t->dirty.next, struct iscsi_conn, dirty_link);
+		list_del(&c->dirty_link);
+		iscsi_conn_flush(c);
+	}
+}
+
+static void *net_thread_main(void *arg)
+{
+	struct net_thread *t = arg;
+	struct epoll_event evs[64];
+	uint64_t last_tick = 0, stop_deadline = 0;
+
+	net_self = t;
+	t->now_ms = net_now_ms();
+	for (;;) {
+		int n, timeout;
+
+		flush_dirty(t);
+		io_engine_flush(t->eng);
+		if (t->stopping) {
+			/* Shutdown: close connections, then wait for the backstore. */
+			struct list_head *pos, *tmp;
+			list_for_each_safe(pos, tmp, &t->conns)
+				iscsi_conn_close(list_entry(pos, struct iscsi_conn, thread_link), "shutting down");
+			if (!stop_deadline)
+				stop_deadline = t->now_ms + 30000;
+			if (!io_engine_inflight(t->eng) || t->now_ms > stop_deadline)
+				break;
+		}
+		timeout = io_engine_busy(t->eng) ? 0 : 1000;
+		if (t->stopping)
+			timeout = 100;
+		n = epoll_wait(t->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
+		t->now_ms = net_now_ms();
+		if (n < 0 && errno != EINTR) {
+			log_err("epoll_wait: %m");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int *tag = evs[i].data.ptr;
+			switch (*tag) {
+			case TAG_CONN:
+				iscsi_conn_event(container_of(tag, struct iscsi_conn, epoll_tag), evs[i].events);
+				break;
+			case TAG_ENGINE:
+				break;   /* polled below */
+			case TAG_MSG:
+				thread_messages(t);
+				break;
+			default:
+				break;
+			}
+		}
+		io_engine_poll(t->eng);
+		if (t->now_ms - last_tick >= 1000) {
+			struct list_head *pos, *tmp;
+			last_tick = t->now_ms;
+			list_for_each_safe(pos, tmp, &t->conns)
+				iscsi_conn_timer(list_entry(pos, struct iscsi_conn, thread_link), t->now_ms);
+		}
+	}
+	return NULL;
+}
+
+/* ---- listeners ------------------------------------------------------ */
+
+int net_open_listeners(void)
+{
+	for (unsigned i = 0; i < rt->n_portals; i++) {
+		struct iscsi_portal *p = &rt->portals[i];
+		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+					  .ai_socktype = SOCK_STREAM };
+		struct addrinfo *ai;
+		int fd, one = 1, rc;
+
+		rc = getaddrinfo(p->host, p->port, &hints, &ai);
+		if (rc) {
+			log_err("listen %s:%s: %s", p->host, p->port, gai_strerror(rc));
+			return -1;
+		}
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			log_err("socket: %m");
+			freeaddrinfo(ai);
+			return -1;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
+			log_err("cannot listen on %s:%s: %m", p->host, p->port);
+			close(fd);
+			freeaddrinfo(ai);
+			return -1;
+		}
+		freeaddrinfo(ai);
+		p->fd = fd;
+	}
+	return 0;
+}
+
+static void *acceptor_main(void *arg)
+{
+	unsigned next = 0;
+	(void)arg;
+
+	for (;;) {
+		struct epoll_event evs[16];
+		int n = epoll_wait(acceptor_epfd, evs, 16, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct iscsi_portal *p = evs[i].data.ptr;
+			if (!p)
+				return NULL;   /* stop */
+			for (;;) {
+				int fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+				if (fd < 0) {
+					if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+						log_warn("accept: %m");
+					break;
+				}
+				net_send(&threads[next++ % n_threads], MSG_NEW_CONN, fd, p, 0);
+			}
+		}
+	}
+	return NULL;
+}
+
+int net_start(unsigned count)
+{
+	n_threads = count;
+	threads = calloc(count, sizeof(*threads));
+	if (!threads)
+		return -1;
+	for (unsigned i = 0; i < count; i++) {
+		struct net_thread *t = &threads[i];
+		t->idx = i;
+		t->epfd = epoll_create1(EPOLL_CLOEXEC);
+		t->msg_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		t->eng = io_engine_create(256, rt->conf->use_io_uring);
+		if (t->epfd < 0 || t->msg_fd < 0 || !t->eng) {
+			log_err("cannot set up network thread %u", i);
+			return -1;
+		}
+		bufpool_init(&t->pool, 256u << 20);
+		pthread_mutex_init(&t->mq_lock, NULL);
+		list_init(&t->mq);
+		list_init(&t->conns);
+		list_init(&t->dirty);
+		t->engine_tag = TAG_ENGINE;
+		t->msg_tag = TAG_MSG;
+		net_epoll_add(t, io_engine_fd(t->eng), EPOLLIN, &t->engine_tag);
+		net_epoll_add(t, t->msg_fd, EPOLLIN, &t->msg_tag);
+		if (pthread_create(&t->tid, NULL, net_thread_main, t)) {
+			log_err("pthread_create failed");
+			return -1;
+		}
+	}
+	acceptor_epfd = epoll_create1(EPOLL_CLOEXEC);
+	acceptor_stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (acceptor_epfd < 0 || acceptor_stop_fd < 0)
+		return -1;
+	for (unsigned i = 0; i < rt->n_portals; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &rt->portals[i] };
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, rt->portals[i].fd, &ev);
+	}
+	{
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, acceptor_stop_fd, &ev);
+	}
+	if (pthread_create(&acceptor_tid, NULL, acceptor_main, NULL))
+		return -1;
+	acceptor_running = true;
+	return 0;
+}
+
+void net_stop(void)
+{
+	uint64_t one = 1;
+
+	if (acceptor_running) {
+		if (write(acceptor_stop_fd, &one, sizeof(one)) < 0)
+			log_warn("eventfd write: %m");
+		pthread_join(acceptor_tid, NULL);
+		acceptor_running = false;
+	}
+	for (unsigned i = 0; i < rt->n_portals; i++) {
+		if (rt->portals[i].fd >= 0)
+			close(rt->portals[i].fd);
+		rt->portals[i].fd = -1;
+	}
+	for (unsigned i = 0; i < n_threads; i++)
+		net_send(&threads[i], MSG_STOP, -1, NULL, 0);
+	for (unsigned i = 0; i < n_threads; i++) {
+		struct net_thread *t = &threads[i];
+		pthread_join(t->tid, NULL);
+		/* drain messages that raced with the stop */
+		while (!list_empty(&t->mq)) {
+			struct net_msg *m = list_entry(t->mq.next, struct net_msg, link);
+			list_del(&m->link);
+			if (m->fd >= 0)
+				close(m->fd);
+			free(m);
+		}
+		io_engine_destroy(t->eng);
+		bufpool_destroy(&t->pool);
+		close(t->epfd);
+		close(t->msg_fd);
+	}
+	free(threads);
+	threads = NULL;
+	if (acceptor_epfd >= 0)
+		close(acceptor_epfd);
+	if (acceptor_stop_fd >= 0)
+		close(acceptor_stop_fd);
+}

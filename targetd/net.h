@@ -1,1 +1,70 @@
-/* placeholder */
+/*
+ * Network threads, listeners and cross-thread messages.
+ *
+ * DESIGN: see conn.h. Each net_thread runs an epoll loop over its
+ * connections, its io_engine's completion fd and its message eventfd. An
+ * acceptor thread owns the listening sockets and deals accepted connections
+ * round-robin to the network threads. The main thread only waits for
+ * signals.
+ */
+#ifndef TARGETD_NET_H
+#define TARGETD_NET_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "targetd/bufpool.h"
+#include "targetd/util.h"
+
+struct io_engine;
+struct iscsi_conn;
+struct iscsi_session;
+
+enum epoll_tag { TAG_CONN = 1, TAG_ENGINE, TAG_MSG, TAG_LISTEN };
+
+enum net_msg_type {
+	MSG_NEW_CONN,       /* fd accepted on a portal */
+	MSG_ADOPT_CONN,     /* a logged-in connection joining a session here */
+	MSG_CLOSE_SESSION,  /* reinstatement / reset: close every connection */
+	MSG_STOP,
+};
+
+struct net_msg {
+	struct list_head link;
+	enum net_msg_type type;
+	int fd;
+	void *ptr;
+	uint64_t arg;
+};
+
+struct net_thread {
+	unsigned idx;
+	pthread_t tid;
+	int epfd;
+	int msg_fd;                 /* eventfd */
+	int engine_tag;
+	int msg_tag;
+	struct io_engine *eng;
+	struct bufpool pool;
+	pthread_mutex_t mq_lock;
+	struct list_head mq;
+	struct list_head conns;
+	struct list_head dirty;     /* connections with output to flush */
+	unsigned n_conns;
+	bool stopping;
+	uint64_t now_ms;
+};
+
+extern __thread struct net_thread *net_self;
+
+int net_start(unsigned n_threads);
+/* Stop accepting, drain, close everything, join. */
+void net_stop(void);
+void net_send(struct net_thread *t, enum net_msg_type type, int fd, void *ptr, uint64_t arg);
+int net_epoll_add(struct net_thread *t, int fd, uint32_t events, int *tag);
+int net_epoll_mod(struct net_thread *t, int fd, uint32_t events, int *tag);
+void net_epoll_del(struct net_thread *t, int fd);
+uint64_t net_now_ms(void);
+int net_open_listeners(void);
+
+#endif

@@ -1,3 +1,295 @@
-/* placeholder: being written */
+/*
+ * iSCSI sessions: the preallocated task table, the ITT hash, the CmdSN
+ * window and the process-wide session registry.
+ *
+ * DESIGN: a session and its tasks belong to the network thread that owns
+ * its connections (conn.h). The registry (all sessions, for TSIH and
+ * initiator+ISID lookups at login, and for counting) is a list under
+ * registry_lock; only login, logout and the admin interface take it.
+ */
 #include "config.h"
-typedef int placeholder_targetd_session_c;
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "targetd/conn.h"
+#include "targetd/net.h"
+#include "targetd/target.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head registry = LIST_HEAD_INIT(registry);
+static unsigned registry_count;
+static uint16_t next_tsih = 1;
+static _Atomic uint64_t next_session_id = 1;
+
+void iscsi_session_registry_lock(void) { pthread_mutex_lock(&registry_lock); }
+void iscsi_session_registry_unlock(void) { pthread_mutex_unlock(&registry_lock); }
+
+/* Under the registry lock. */
+struct iscsi_session *iscsi_session_lookup_isid(const char *initiator, const uint8_t *isid,
+					       const struct iscsi_target *t)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &registry) {
+		struct iscsi_session *s = list_entry(pos, struct iscsi_session, reg_link);
+		if (!s->closing && s->target == t && !memcmp(s->isid, isid, 6) &&
+		    !strcmp(s->initiator, initiator))
+			return s;
+	}
+	return NULL;
+}
+
+/* Under the registry lock. */
+struct iscsi_session *iscsi_session_lookup_tsih(uint16_t tsih)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &registry) {
+		struct iscsi_session *s = list_entry(pos, struct iscsi_session, reg_link);
+		if (s->tsih == tsih && !s->closing)
+			return s;
+	}
+	return NULL;
+}
+
+/* Under the registry lock: give the session a free TSIH and list it. */
+void iscsi_session_register(struct iscsi_session *s)
+{
+	for (;;) {
+		uint16_t tsih = next_tsih++;
+		if (!tsih)
+			continue;
+		if (!iscsi_session_lookup_tsih(tsih)) {
+			s->tsih = tsih;
+			break;
+		}
+	}
+	list_add_tail(&s->reg_link, &registry);
+	s->registered = true;
+	registry_count++;
+}
+
+/* Under the registry lock: a session was taken off the list by another
+ * thread (reinstatement). */
+void iscsi_session_registry_forget(void)
+{
+	registry_count--;
+}
+
+void iscsi_session_unregister(struct iscsi_session *s)
+{
+	iscsi_session_registry_lock();
+	if (s->registered) {
+		list_del(&s->reg_link);
+		s->registered = false;
+		registry_count--;
+	}
+	iscsi_session_registry_unlock();
+}
+
+unsigned iscsi_session_count(void)
+{
+	unsigned n;
+
+	iscsi_session_registry_lock();
+	n = registry_count;
+	iscsi_session_registry_unlock();
+	return n;
+}
+
+struct iscsi_session *iscsi_session_new(struct iscsi_conn *c)
+{
+	struct iscsi_session *s = calloc(1, sizeof(*s));
+	unsigned n;
+
+	if (!s)
+		return NULL;
+	s->id = atomic_fetch_add(&next_session_id, 1);
+	s->thread = c->thread;
+	s->queue_depth = rt->queue_depth;
+	n = s->queue_depth * 2 + 16;
+	s->tasks = calloc(n, sizeof(*s->tasks));
+	if (!s->tasks) {
+		free(s);
+		return NULL;
+	}
+	s->n_tasks = n;
+	for (unsigned i = n; i-- > 0;) {
+		struct iscsi_task *t = &s->tasks[i];
+		t->sess = s;
+		t->idx = (uint16_t)i;
+		t->ttt_base = (uint32_t)(i + 1) << 16;
+		list_init(&t->tx.link);
+		t->tx.kind = TX_TASK;
+		t->hnext = s->free_list;
+		s->free_list = t;
+	}
+	list_init(&s->conns);
+	list_init(&s->reg_link);
+	list_init(&s->nexus.target_link);
+	return s;
+}
+
+struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate)
+{
+	struct iscsi_task *t = s->free_list;
+	uint8_t *buf;
+	uint32_t cap;
+
+	if (!t)
+		return NULL;
+	s->free_list = t->hnext;
+	/* Reset everything but identity. */
+	buf = NULL;
+	cap = 0;
+	{
+		struct iscsi_session *sess = t->sess;
+		uint16_t idx = t->idx;
+		uint32_t ttt_base = t->ttt_base;
+		memset(t, 0, sizeof(*t));
+		t->sess = sess;
+		t->idx = idx;
+		t->ttt_base = ttt_base;
+	}
+	t->cmd.buf = buf;
+	t->cmd.buf_cap = cap;
+	t->cmd.field_bit = -1;
+	list_init(&t->tx.link);
+	list_init(&t->qlink);
+	t->tx.kind = TX_TASK;
+	t->immediate = immediate;
+	if (!immediate) {
+		t->counted = true;
+		s->active++;
+	}
+	return t;
+}
+
+void iscsi_task_free(struct iscsi_task *t)
+{
+	struct iscsi_session *s = t->sess;
+	struct iscsi_conn *c = t->conn;
+
+	if (t->in_hash)
+		iscsi_task_hash_del(t);
+	if (!list_empty(&t->tx.link))
+		list_del(&t->tx.link);
+	if (t->bb) {
+		bufpool_put(&s->thread->pool, t->bb);
+		t->bb = NULL;
+	}
+	if (t->counted) {
+		t->counted = false;
+		s->active--;
+	}
+	t->state = TASK_FREE;
+	t->hnext = s->free_list;
+	s->free_list = t;
+	if (c) {
+		t->conn = NULL;
+		c->refs--;
+		iscsi_conn_release(c);
+	}
+	iscsi_session_put(s);
+}
+
+static unsigned itt_hash(uint32_t itt)
+{
+	return (itt ^ (itt >> 8) ^ (itt >> 16)) & (TASK_HASH_SIZE - 1);
+}
+
+void iscsi_task_hash_add(struct iscsi_task *t)
+{
+	unsigned h = itt_hash(t->itt);
+
+	t->hnext = t->sess->hash[h];
+	t->sess->hash[h] = t;
+	t->in_hash = true;
+}
+
+void iscsi_task_hash_del(struct iscsi_task *t)
+{
+	struct iscsi_task **pp;
+
+	if (!t->in_hash)
+		return;
+	for (pp = &t->sess->hash[itt_hash(t->itt)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == t) {
+			*pp = t->hnext;
+			break;
+		}
+	}
+	t->hnext = NULL;
+	t->in_hash = false;
+}
+
+struct iscsi_task *iscsi_task_find(struct iscsi_session *s, uint32_t itt)
+{
+	for (struct iscsi_task *t = s->hash[itt_hash(itt)]; t; t = t->hnext)
+		if (t->itt == itt)
+			return t;
+	return NULL;
+}
+
+/* RFC 7143 4.2.2.1: the window is what free task slots allow. */
+uint32_t iscsi_session_max_cmdsn(struct iscsi_session *s)
+{
+	unsigned free_slots = s->active < s->queue_depth ? s->queue_depth - s->active : 0;
+
+	return s->exp_cmdsn - 1 + free_slots;
+}
+
+void iscsi_session_attach_conn(struct iscsi_session *s, struct iscsi_conn *c)
+{
+	c->sess = s;
+	list_add_tail(&c->sess_link, &s->conns);
+	s->n_conns++;
+}
+
+static void session_free(struct iscsi_session *s)
+{
+	iscsi_session_unregister(s);
+	if (!s->discovery && s->target)
+		scsi_nexus_detach(&s->nexus);
+	free(s->tasks);
+	free(s);
+}
+
+/* Free the session once no connection and no task in the SCSI layer holds it. */
+void iscsi_session_put(struct iscsi_session *s)
+{
+	if (s->n_conns || !s->closing)
+		return;
+	for (unsigned i = 0; i < s->n_tasks; i++)
+		if (s->tasks[i].state != TASK_FREE)
+			return;
+	session_free(s);
+}
+
+void iscsi_session_detach_conn(struct iscsi_session *s, struct iscsi_conn *c)
+{
+	list_del(&c->sess_link);
+	s->n_conns--;
+	/* Tasks with allegiance to this connection end with it (ERL 0). */
+	for (unsigned i = 0; i < s->n_tasks; i++) {
+		struct iscsi_task *t = &s->tasks[i];
+		if (t->state == TASK_FREE || t->conn != c)
+			continue;
+		if (t->state == TASK_EXEC) {
+			t->state = TASK_ABORTED;
+			atomic_store(&t->cmd.aborted, true);
+			continue;   /* freed when the backstore completes */
+		}
+		if (t->state == TASK_ABORTED)
+			continue;
+		iscsi_task_free(t);
+	}
+	c->sess = NULL;
+	if (!s->n_conns) {
+		/* RFC 7143 ERL 0: the session ends with its last connection. */
+		s->closing = true;
+		iscsi_session_unregister(s);
+		iscsi_session_put(s);
+	}
+}

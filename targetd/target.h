@@ -1,1 +1,61 @@
-/* placeholder */
+/*
+ * Runtime objects built from a validated configuration: targets (with their
+ * SCSI target device and LUNs), portals, and the global settings the
+ * network threads read.
+ *
+ * DESIGN: the runtime is built before any network thread starts and stays
+ * immutable while they run (reload will swap LUN pointers under
+ * scsi_target.lock and establish unit attentions). Sessions hold pointers
+ * into it; nothing on the data path locks it.
+ */
+#ifndef TARGETD_TARGET_H
+#define TARGETD_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "conf/config.h"
+#include "scsi/scsi.h"
+#include "targetd/params.h"
+
+struct iscsi_portal {
+	char host[64];
+	char port[8];
+	uint16_t tpgt;
+	int fd;
+};
+
+struct iscsi_target {
+	char iqn[224];
+	char alias[256];
+	char **initiators;       /* allow-list */
+	unsigned n_initiators;
+	bool has_acl;
+	bool chap;
+	char *chap_user, *chap_secret;
+	char *chap_mutual_user, *chap_mutual_secret;
+	struct scsi_target st;
+	struct backstore *bs[SCSI_MAX_LUNS];
+};
+
+struct targetd_runtime {
+	struct conf *conf;
+	struct iscsi_target *targets;
+	unsigned n_targets;
+	struct iscsi_portal *portals;
+	unsigned n_portals;
+	struct iscsi_limits limits;
+	unsigned queue_depth;
+	unsigned nop_interval, nop_timeout, login_timeout;
+	unsigned n_threads;
+};
+
+extern struct targetd_runtime *rt;
+
+/* Build targets and LUNs (opens backstores). Returns 0 or -1 (logged). */
+int target_runtime_build(struct targetd_runtime *r, struct conf *c);
+void target_runtime_flush(struct targetd_runtime *r);
+void target_runtime_free(struct targetd_runtime *r);
+struct iscsi_target *target_find(const char *iqn);
+bool target_initiator_allowed(const struct iscsi_target *t, const char *initiator);
+
+#endif

@@ -1,3 +1,186 @@
-/* placeholder: being written */
+/*
+ * Task management (RFC 7143 11.5-11.6, SAM-5 7): ABORT TASK, ABORT TASK
+ * SET, CLEAR TASK SET, LUN RESET, TARGET WARM RESET, TARGET COLD RESET.
+ *
+ * DESIGN: runs on the session's thread. Tasks still collecting data are
+ * dropped at once; tasks inside the SCSI layer are marked ABORTED (their
+ * cmd.aborted flag tells long-running handlers to stop early) and the TMF
+ * response is sent only once every one of them has come back from the
+ * backstore, so the initiator never sees a response for an aborted task
+ * after the TMF response, and never a write landing after it.
+ */
 #include "config.h"
-typedef int placeholder_targetd_tmf_c;
+#include <stdlib.h>
+#include "targetd/conn.h"
+#include "targetd/net.h"
+#include "targetd/target.h"
+
+static void tmf_send(struct iscsi_tmf *m)
+{
+	struct iscsi_conn *c = m->conn;
+	struct tx_pdu *p;
+
+	if (c && !c->dead) {
+		p = iscsi_pdu_new(ISCSI_OP_TMF_RSP, 0);
+		if (p) {
+			p->bhs[2] = m->response;
+			put_be32(p->bhs + 16, bhs_itt(m->bhs));
+			p->set_statsn = p->advance_statsn = true;
+			p->close_after = m->close_after;
+			iscsi_conn_queue_pdu(c, p);
+		}
+	}
+	if (c) {
+		c->refs--;
+		iscsi_conn_release(c);
+	}
+	free(m);
+}
+
+/* An aborted task came back from the SCSI layer (or its connection died). */
+void iscsi_tmf_task_aborted(struct iscsi_task *t)
+{
+	struct iscsi_tmf *m = t->tmf_wait;
+
+	t->tmf_wait = NULL;
+	iscsi_task_free(t);
+	if (m && --m->waiting == 0)
+		tmf_send(m);
+}
+
+/* Abort one task for m. Returns true if it was found in a state that the
+ * abort affects. */
+static void abort_task(struct iscsi_task *t, struct iscsi_tmf *m)
+{
+	switch (t->state) {
+	case TASK_DATA_OUT:
+	case TASK_QUEUED:
+		iscsi_task_free(t);
+		break;
+	case TASK_EXEC:
+		t->state = TASK_ABORTED;
+		atomic_store(&t->cmd.aborted, true);
+		if (m && !t->tmf_wait) {
+			t->tmf_wait = m;
+			m->waiting++;
+		}
+		break;
+	default:
+		/* RESPOND: the status is already on its way; ABORTED: pending */
+		break;
+	}
+}
+
+static bool task_on_lun(const struct iscsi_task *t, uint64_t lun)
+{
+	return t->cmd.lun_id == lun;
+}
+
+void iscsi_session_abort_all(struct iscsi_session *s)
+{
+	for (unsigned i = 0; i < s->n_tasks; i++)
+		if (s->tasks[i].state != TASK_FREE)
+			abort_task(&s->tasks[i], NULL);
+}
+
+void iscsi_tmf_rx(struct iscsi_conn *c)
+{
+	struct iscsi_session *s = c->sess;
+	const uint8_t *b = c->bhs;
+	uint8_t func = b[1] & 0x7f;
+	uint32_t rtt = get_be32(b + 20);
+	uint64_t lun = iscsi_lun_decode(b + 8);
+	struct iscsi_tmf *m;
+	struct scsi_lun *sl = NULL;
+
+	if (!bhs_immediate(b)) {
+		uint32_t cmdsn = get_be32(b + 24);
+		if (sn_lt(cmdsn, s->exp_cmdsn) || sn_lt(iscsi_session_max_cmdsn(s), cmdsn))
+			return;
+		cmdsn_received(s, cmdsn);
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		iscsi_conn_close(c, "out of memory");
+		return;
+	}
+	m->sess = s;
+	m->conn = c;
+	c->refs++;
+	memcpy(m->bhs, b, ISCSI_BHS_LEN);
+	m->response = ISCSI_TMF_RSP_COMPLETE;
+	m->waiting = 1;    /* held until the end of this function */
+	if (s->discovery) {
+		m->response = ISCSI_TMF_RSP_NOT_SUPPORTED;
+		goto done;
+	}
+	if (lun < SCSI_MAX_LUNS)
+		sl = s->target->st.luns[lun];
+
+	switch (func) {
+	case ISCSI_TMF_ABORT_TASK: {
+		struct iscsi_task *t = NULL;
+		for (unsigned i = 0; i < s->n_tasks; i++) {
+			struct iscsi_task *x = &s->tasks[i];
+			if (x->state != TASK_FREE && x->state != TASK_ABORTED && x->itt == rtt) {
+				t = x;
+				break;
+			}
+		}
+		if (!t || t->state == TASK_RESPOND)
+			m->response = ISCSI_TMF_RSP_NO_TASK;
+		else
+			abort_task(t, m);
+		break;
+	}
+	case ISCSI_TMF_ABORT_TASK_SET:
+	case ISCSI_TMF_CLEAR_TASK_SET:
+		if (!sl) {
+			m->response = ISCSI_TMF_RSP_NO_LUN;
+			break;
+		}
+		for (unsigned i = 0; i < s->n_tasks; i++) {
+			struct iscsi_task *x = &s->tasks[i];
+			if (x->state != TASK_FREE && task_on_lun(x, lun))
+				abort_task(x, m);
+		}
+		if (func == ISCSI_TMF_CLEAR_TASK_SET)
+			scsi_ua_establish(&s->target->st, (uint16_t)lun, UA_COMMANDS_CLEARED, &s->nexus);
+		break;
+	case ISCSI_TMF_LUN_RESET:
+		if (!sl) {
+			m->response = ISCSI_TMF_RSP_NO_LUN;
+			break;
+		}
+		for (unsigned i = 0; i < s->n_tasks; i++) {
+			struct iscsi_task *x = &s->tasks[i];
+			if (x->state != TASK_FREE && task_on_lun(x, lun))
+				abort_task(x, m);
+		}
+		scsi_lun_reset(sl, &s->nexus);
+		break;
+	case ISCSI_TMF_TARGET_WARM_RESET:
+	case ISCSI_TMF_TARGET_COLD_RESET:
+		for (unsigned i = 0; i < s->n_tasks; i++) {
+			struct iscsi_task *x = &s->tasks[i];
+			if (x->state != TASK_FREE)
+				abort_task(x, m);
+		}
+		scsi_target_reset(&s->target->st, &s->nexus, func == ISCSI_TMF_TARGET_COLD_RESET);
+		/* RFC 7143 11.5.1: a cold reset ends the connections after the
+		 * response. */
+		if (func == ISCSI_TMF_TARGET_COLD_RESET)
+			m->close_after = true;
+		break;
+	case ISCSI_TMF_TASK_REASSIGN:
+		m->response = ISCSI_TMF_RSP_NO_REASSIGN;
+		break;
+	case ISCSI_TMF_CLEAR_ACA:
+	default:
+		m->response = ISCSI_TMF_RSP_NOT_SUPPORTED;
+		break;
+	}
+done:
+	if (--m->waiting == 0)
+		tmf_send(m);
+}
