@@ -477,6 +477,51 @@ static void conf_set_field(struct conf_ctx *x, const config_setting_t *s, const 
 	}
 }
 
+/* Edit distance (insert, delete, substitute) between two short key names;
+ * names of 32 bytes or more are "far". */
+static unsigned conf_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[32], prev, tmp;
+
+	if (la >= 32 || lb >= 32)
+		return UINT_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			tmp = row[j];
+			row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1),
+				     prev + (tolower((unsigned char)a[i - 1]) != b[j - 1]));
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/* The known key an unknown one was probably meant to be, or NULL. */
+static const char *conf_suggest(const char *name, const struct conf_field *fields, size_t n)
+{
+	const char *best = NULL;
+	unsigned best_d = UINT_MAX;
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = conf_distance(name, fields[i].name);
+
+		if (d < best_d) {
+			best_d = d;
+			best = fields[i].name;
+		}
+	}
+	/* one slip in any name, two in a longer one */
+	if (best_d <= 1 || (best_d == 2 && len >= 6))
+		return best;
+	return NULL;
+}
+
 /* Walk a group in file order: unknown keys are errors, known ones go
  * through their table entry. */
 static void conf_walk(struct conf_ctx *x, const config_setting_t *grp, const char *prefix,
@@ -495,7 +540,12 @@ static void conf_walk(struct conf_ctx *x, const config_setting_t *grp, const cha
 			if (name && !strcmp(name, fields[j].name))
 				break;
 		if (j == n_fields) {
-			conf_err(x, m, key, "unknown key");
+			const char *hint = name ? conf_suggest(name, fields, n_fields) : NULL;
+
+			if (hint)
+				conf_err(x, m, key, "unknown key (did you mean %s?)", hint);
+			else
+				conf_err(x, m, key, "unknown key");
 			continue;
 		}
 		conf_set_field(x, m, key, &fields[j], obj);

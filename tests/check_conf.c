@@ -501,6 +501,39 @@ START_TEST(test_many_errors)
 }
 END_TEST
 
+/* Unknown keys close to a known one name it; others do not guess. */
+START_TEST(test_suggestions)
+{
+	static const struct {
+		const char *text, *msg;
+	} cases[] = {
+		{ "Threads = 1;\n" T_OK, "t.conf:1: Threads: unknown key (did you mean threads?)" },
+		{ "queue_dept = 1;\n" T_OK, "t.conf:1: queue_dept: unknown key (did you mean queue_depth?)" },
+		{ "io-uring = true;\n" T_OK, "t.conf:1: io-uring: unknown key (did you mean io_uring?)" },
+		{ "wat = 1;\n" T_OK, "t.conf:1: wat: unknown key" },
+		{ TGT("initiator = [];"), "t.conf:3: targets[0].initiator: unknown key (did you mean initiators?)" },
+		{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; blocksize = 512;"),
+		  "t.conf:4: targets[0].luns[0].blocksize: unknown key (did you mean block_size?)" },
+		{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; readonly = true;"),
+		  "t.conf:4: targets[0].luns[0].readonly: unknown key (did you mean read_only?)" },
+		{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; fua = true;"),
+		  "t.conf:4: targets[0].luns[0].fua: unknown key" },
+		{ CHAP("user = \"u\"; secret = \"" SECRET1 "\"; mutual_secrets = \"" SECRET2 "\";"),
+		  "t.conf:3: targets[0].chap.mutual_secrets: unknown key (did you mean mutual_secret?)" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct conf c;
+		struct conf_errors e;
+
+		ck_assert_int_eq(conf_load_string(&c, cases[i].text, "t.conf", &e), -1);
+		ck_assert_uint_ge(e.n, 1);
+		ck_assert_str_eq(e.msgs[0], cases[i].msg);
+		conf_errors_free(&e);
+	}
+}
+END_TEST
+
 /* Names too long to write in the table. */
 START_TEST(test_long_values)
 {
@@ -1031,7 +1064,7 @@ START_TEST(test_include)
 	snprintf(path, sizeof(path), "%s/main2.conf", tmpdir);
 	ck_assert_int_eq(conf_load_file(&c, path, &e), -1);
 	ck_assert_uint_eq(e.n, 1);
-	w = expand("@D@/bad.inc:2: threadz: unknown key");
+	w = expand("@D@/bad.inc:2: threadz: unknown key (did you mean threads?)");
 	ck_assert_str_eq(e.msgs[0], w);
 	free(w);
 	conf_errors_free(&e);
@@ -1200,6 +1233,7 @@ Suite *conf_suite(void)
 	tcase_add_unchecked_fixture(tc, conf_fixture_setup, conf_fixture_teardown);
 	tcase_add_loop_test(tc, test_bad_case, 0, ARRAY_SIZE(bad_cases));
 	tcase_add_test(tc, test_many_errors);
+	tcase_add_test(tc, test_suggestions);
 	tcase_add_test(tc, test_long_values);
 	tcase_add_loop_test(tc, test_permissions, 0, ARRAY_SIZE(perm_cases));
 	suite_add_tcase(s, tc);
