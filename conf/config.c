@@ -25,12 +25,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "conf/conf_int.h"
 #include "conf/config.h"
 #include "targetd/util.h"
 
 #define CONF_DEFAULT_PORT "3260"
 #define CONF_KEY_MAX 256
-#define CONF_ISCSI_NAME_MAX 223   /* RFC 7143 4.2.7.1 */
 #define CONF_CHAP_SECRET_MIN 12   /* RFC 7143 9.2.1: at least 96 bits */
 #define CONF_CHAP_SECRET_MAX 255
 #define CONF_TEXT_MAX 255
@@ -42,39 +42,6 @@ struct conf_ctx {
 	unsigned n_err;
 	char *incdir;              /* "dir/" of the main file, for @include names */
 };
-
-/* ---- memory ---------------------------------------------------------- */
-
-static void *conf_xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p)
-		abort();
-	return p;
-}
-
-static char *conf_xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		abort();
-	return p;
-}
-
-static char *conf_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *conf_xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *p;
-
-	va_start(ap, fmt);
-	if (vasprintf(&p, fmt, ap) < 0)
-		abort();
-	va_end(ap);
-	return p;
-}
 
 /* ---- errors ---------------------------------------------------------- */
 
@@ -165,218 +132,6 @@ static void conf_key_idx(char *buf, const char *prefix, const char *name, unsign
 		conf_keyf(buf, "%s.%s[%u]", prefix, name, i);
 	else
 		conf_keyf(buf, "%s[%u]", name, i);
-}
-
-/* ---- sizes and addresses --------------------------------------------- */
-
-int conf_parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	const char *p = s;
-
-	if (!s || !isdigit((unsigned char)*p))
-		return -1;
-	for (; isdigit((unsigned char)*p); p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	switch (*p) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
-	default: break;
-	}
-	if (shift) {
-		p++;
-		if (p[0] == 'i' && p[1] == 'B')
-			p += 2;
-		else if (p[0] == 'B')
-			p++;
-	} else if (p[0] == 'B') {
-		p++;
-	}
-	if (*p)
-		return -1;
-	if (v > (UINT64_MAX >> shift))
-		return -1;
-	if (out)
-		*out = v << shift;
-	return 0;
-}
-
-/* A parsed portal, comparable for duplicates. */
-struct conf_addr {
-	int family;
-	unsigned char addr[16];
-	unsigned port;
-};
-
-/* Split "1.2.3.4:3260", "[::1]:3260", "[::1]", "::1", "1.2.3.4" into a
- * numeric host (no brackets) and port. has_port tells whether a port was
- * written. Returns 0 or -1. */
-static int conf_split_listen(const char *s, char *host, size_t hostlen, unsigned *port,
-			     bool *has_port, struct conf_addr *a)
-{
-	const char *h, *p = NULL;
-	size_t hlen;
-	int family;
-	struct conf_addr tmp;
-
-	if (!s || !*s)
-		return -1;
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close)
-			return -1;
-		h = s + 1;
-		hlen = (size_t)(close - h);
-		if (close[1] == ':')
-			p = close + 2;
-		else if (close[1] != '\0')
-			return -1;
-		family = AF_INET6;
-	} else {
-		const char *colon = strchr(s, ':');
-
-		h = s;
-		if (colon && strchr(colon + 1, ':')) {
-			/* two colons or more: a bare IPv6 address, no port */
-			hlen = strlen(s);
-			family = AF_INET6;
-		} else {
-			hlen = colon ? (size_t)(colon - s) : strlen(s);
-			if (colon)
-				p = colon + 1;
-			family = AF_INET;
-		}
-	}
-	if (hlen == 0 || hlen >= hostlen)
-		return -1;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.family = family;
-	if (inet_pton(family, host, tmp.addr) != 1)
-		return -1;
-	if (p) {
-		unsigned long v = 0;
-		size_t n = 0;
-
-		for (; p[n]; n++) {
-			if (!isdigit((unsigned char)p[n]) || n >= 5)
-				return -1;
-			v = v * 10 + (unsigned)(p[n] - '0');
-		}
-		if (n == 0 || v < 1 || v > 65535)
-			return -1;
-		tmp.port = (unsigned)v;
-	} else {
-		tmp.port = 3260;
-	}
-	*port = tmp.port;
-	*has_port = p != NULL;
-	if (a)
-		*a = tmp;
-	return 0;
-}
-
-int conf_parse_listen(const char *s, char **host, char **port)
-{
-	char h[INET6_ADDRSTRLEN];
-	unsigned p;
-	bool has_port;
-
-	if (host)
-		*host = NULL;
-	if (port)
-		*port = NULL;
-	if (conf_split_listen(s, h, sizeof(h), &p, &has_port, NULL) < 0)
-		return -1;
-	if (host)
-		*host = conf_xstrdup(h);
-	if (port)
-		*port = conf_xasprintf("%u", p);
-	return 0;
-}
-
-/* ---- names ----------------------------------------------------------- */
-
-static bool conf_all_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!isdigit((unsigned char)s[i]) && !(s[i] >= 'a' && s[i] <= 'f'))
-			return false;
-	return s[n] == '\0';
-}
-
-/* RFC 7143 4.2.7: iqn./eui./naa. names, in their normalised (lower-case)
- * form. Returns NULL if the name is good, else what is wrong with it. */
-static const char *conf_iscsi_name_error(const char *n)
-{
-	size_t len = strlen(n);
-	const char *p;
-
-	if (len == 0)
-		return "must not be empty";
-	if (len > CONF_ISCSI_NAME_MAX)
-		return "longer than 223 bytes";
-	for (p = n; *p; p++) {
-		if (isupper((unsigned char)*p))
-			return "must be lower-case";
-		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) &&
-		    *p != '.' && *p != '-' && *p != ':')
-			return "may contain only a-z, 0-9, '.', '-' and ':'";
-	}
-	if (!strncmp(n, "iqn.", 4)) {
-		p = n + 4;
-		/* iqn.YYYY-MM.naming-authority[:unique] */
-		for (int i = 0; i < 4; i++)
-			if (!isdigit((unsigned char)p[i]))
-				return "an iqn. name is iqn.YYYY-MM.reversed.domain[:unique]";
-		if (p[4] != '-' || !isdigit((unsigned char)p[5]) || !isdigit((unsigned char)p[6]) ||
-		    p[7] != '.')
-			return "an iqn. name is iqn.YYYY-MM.reversed.domain[:unique]";
-		int month = (p[5] - '0') * 10 + (p[6] - '0');
-		if (month < 1 || month > 12)
-			return "the month in an iqn. name must be 01 to 12";
-		if (!isalnum((unsigned char)p[8]))
-			return "an iqn. name needs a naming authority after the date";
-		return NULL;
-	}
-	if (!strncmp(n, "eui.", 4)) {
-		if (!conf_all_hex(n + 4, 16))
-			return "an eui. name is eui. followed by 16 hex digits";
-		return NULL;
-	}
-	if (!strncmp(n, "naa.", 4)) {
-		if (!conf_all_hex(n + 4, 16) && !conf_all_hex(n + 4, 32))
-			return "a naa. name is naa. followed by 16 or 32 hex digits";
-		return NULL;
-	}
-	return "must start with iqn., eui. or naa.";
-}
-
-/* Text for iSCSI keys (TargetAlias, CHAP_N): no control characters. */
-static bool conf_is_text(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return false;
-	return true;
-}
-
-static bool conf_is_printable_ascii(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
-			return false;
-	return true;
 }
 
 /* ---- the key tables -------------------------------------------------- */
@@ -475,30 +230,6 @@ static void conf_set_field(struct conf_ctx *x, const config_setting_t *s, const 
 		f->fn(x, s, key, obj);
 		break;
 	}
-}
-
-/* Edit distance (insert, delete, substitute) between two short key names;
- * names of 32 bytes or more are "far". */
-static unsigned conf_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned row[32], prev, tmp;
-
-	if (la >= 32 || lb >= 32)
-		return UINT_MAX;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = (unsigned)j;
-	for (size_t i = 1; i <= la; i++) {
-		prev = row[0];
-		row[0] = (unsigned)i;
-		for (size_t j = 1; j <= lb; j++) {
-			tmp = row[j];
-			row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1),
-				     prev + (tolower((unsigned char)a[i - 1]) != b[j - 1]));
-			prev = tmp;
-		}
-	}
-	return row[lb];
 }
 
 /* The known key an unknown one was probably meant to be, or NULL. */
