@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for targetd's shell tests (bash). Source it:
 #   . "$(dirname "$0")/lib.sh"
 #
@@ -258,6 +259,27 @@ td_timeout() {
 		rc=124
 	fi
 	return "$rc"
+}
+
+# run_here NAME FUNCTION ARGS...: like run_test, but in the current shell
+# (no timeout wrapper): for steps that must change this shell's state or
+# wait for its children, such as stop_daemon. Bound the time inside.
+run_here() {
+	local name=$1 out rc
+	shift
+	out=$TD_TMP/case.out
+	"$@" >"$out" 2>&1
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		TD_PASS=$((TD_PASS + 1))
+		echo "PASS: $name"
+	else
+		TD_FAIL=$((TD_FAIL + 1))
+		TD_FAILED_NAMES+=("$name")
+		echo "FAIL: $name (exit $rc)"
+		sed 's/^/    | /' "$out"
+	fi
+	return 0
 }
 
 # skip_test NAME REASON: count a case as skipped, saying why.
