@@ -117,7 +117,7 @@ static void setup(void)
 		scsi_ua_clear(&nx, (uint16_t)i);
 		scsi_ua_clear(&nx2, (uint16_t)i);
 	}
-	buf = malloc(BUF_CAP);
+	buf = calloc(1, BUF_CAP);
 	ck_assert_ptr_nonnull(buf);
 }
 
