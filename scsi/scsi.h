@@ -126,6 +126,7 @@ enum sense_reason {
 	SR_SANITIZE_FAILED,             /* MEDIUM ERROR 31/03 */
 	SR_MISCOMPARE_VERIFY_NOINFO,    /* MISCOMPARE 1D/00 without INFORMATION */
 	SR_NOT_READY_CAUSE_UNKNOWN,     /* NOT READY 04/00 */
+	SR_DATA_PHASE_ERROR,            /* ABORTED COMMAND 4B/00 (transport: bad Data-Out sequence) */
 	SR__COUNT
 };
 

@@ -59,6 +59,7 @@ static const struct sense_entry sense_table[SR__COUNT] = {
 	[SR_SANITIZE_FAILED] = { CC, SK_MEDIUM_ERROR, 0x31, 0x03 },
 	[SR_MISCOMPARE_VERIFY_NOINFO] = { CC, SK_MISCOMPARE, 0x1d, 0x00 },
 	[SR_NOT_READY_CAUSE_UNKNOWN] = { CC, SK_NOT_READY, 0x04, 0x00 },
+	[SR_DATA_PHASE_ERROR] = { CC, SK_ABORTED_COMMAND, 0x4b, 0x00 },
 };
 #undef CC
 

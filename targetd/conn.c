@@ -760,6 +760,18 @@ void cmdsn_received(struct iscsi_session *s, uint32_t cmdsn)
 	}
 }
 
+/* WRITE and WRITE AND VERIFY may be cut to what EDTL carries. */
+static bool write_truncatable(const struct scsi_cmd *cmd)
+{
+	switch (cmd->cdb[0]) {
+	case 0x0a: case 0x2a: case 0xaa: case 0x8a:   /* WRITE 6/10/12/16 */
+	case 0x2e: case 0xae: case 0x8e:              /* WRITE AND VERIFY 10/12/16 */
+		return cmd->lun != NULL;
+	default:
+		return false;
+	}
+}
+
 static void rx_scsi_cmd_header(struct iscsi_conn *c)
 {
 	struct iscsi_session *s = c->sess;
@@ -848,11 +860,20 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 
 	if (!t->parse_failed && cmd->dir == SCSI_DIR_WRITE) {
 		if (cmd->xfer_len > t->edtl_in) {
-			/* SPC-4/FCP-4: refuse rather than write a partial transfer. */
-			t->parse_failed = true;
+			/* EDTL shorter than the CDB's transfer (FCP-4 9.4.2 a):
+			 * a plain WRITE writes the whole blocks the initiator
+			 * sends, with the overflow reported; anything else (or
+			 * a partial block) is refused without touching data. */
 			t->rsp_flags = ISCSI_FLAG_OVERFLOW;
 			t->resid = cmd->xfer_len - t->edtl_in;
-			scsi_cmd_set_result(cmd, SR_INVALID_FIELD_IU);
+			if (write_truncatable(cmd) && t->edtl_in % cmd->lun->block_size == 0) {
+				cmd->nblocks = t->edtl_in / cmd->lun->block_size;
+				cmd->xfer_len = t->edtl_in;
+				t->want = cmd->xfer_len;
+			} else {
+				t->parse_failed = true;
+				scsi_cmd_set_result(cmd, SR_INVALID_FIELD_IU);
+			}
 		} else {
 			t->want = cmd->xfer_len;
 			if (cmd->xfer_len < t->edtl_in) {
@@ -926,6 +947,7 @@ static void task_ready(struct iscsi_task *t)
 		/* Everything needed is here; later unsolicited Data-Out for
 		 * this ITT finds no task and is dropped. */
 		iscsi_task_hash_del(t);
+		t->cmd.buf_len = t->stored;
 		if (t->parse_failed)
 			iscsi_task_respond(t);
 		else
@@ -968,12 +990,18 @@ static void rx_data_out_header(struct iscsi_conn *c)
 		conn_fatal(c, ISCSI_REJECT_INVALID_FIELD, "Data-Out with unknown Target Transfer Tag");
 		return;
 	}
-	if (datasn != t->exp_datasn) {
-		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "Data-Out DataSN out of order");
-		return;
-	}
-	if (off != t->received || (uint64_t)off + c->dlen > t->edtl_in) {
-		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "Data-Out buffer offset out of order");
+	if (datasn != t->exp_datasn || off != t->received || (uint64_t)off + c->dlen > t->edtl_in) {
+		/* ERL 0 cannot recover within the command: end it with
+		 * ABORTED COMMAND, drop its remaining data, keep the
+		 * connection (RFC 7143 7.1.4.1). */
+		log_info("connection %s: Data-Out out of sequence (DataSN %u, offset %u), ITT %#x aborted",
+			 c->peer, datasn, off, t->itt);
+		c->rx_task = NULL;
+		iscsi_task_hash_del(t);
+		t->parse_failed = true;
+		t->want = 0;
+		scsi_cmd_set_result(&t->cmd, SR_DATA_PHASE_ERROR);
+		iscsi_task_respond(t);
 		return;
 	}
 	c->rx_task = t;
