@@ -28,7 +28,7 @@ static int build_lun(struct iscsi_target *t, const struct conf_lun *cl)
 		.thin = cl->thin,
 		.read_only = cl->read_only,
 		.direct = cl->direct,
-		.create = true,
+		.create = cl->size != 0,
 	};
 	struct scsi_lun_params lp = {
 		.id = (uint16_t)cl->lun,
