@@ -26,7 +26,8 @@
 #define RX_BATCH_PDUS 128
 #define DIRECT_RECV_MIN 8192
 
-static uint8_t rx_scratch[65536];   /* discarded data lands here (never read) */
+/* Discarded data lands here; only its digest is computed. */
+static __thread uint8_t rx_scratch[65536];
 
 static void conn_rx_pdu(struct iscsi_conn *c);
 static void conn_rx_header(struct iscsi_conn *c);
@@ -639,6 +640,8 @@ static void conn_read(struct iscsi_conn *c)
 			}
 			conn_rx_pdu(c);
 			pdus++;
+			if (c->dead)
+				return;
 			free(c->rx_owned);
 			c->rx_owned = NULL;
 			c->data_digest_bad = false;
@@ -1242,18 +1245,17 @@ static void conn_rx_pdu(struct iscsi_conn *c)
 
 void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 {
-	if (events & (EPOLLERR | EPOLLHUP)) {
-		if (!(events & EPOLLIN)) {
-			iscsi_conn_close(c, "socket error");
-			return;
-		}
-	}
-	if (events & EPOLLIN)
+	c->refs++;   /* c may be closed while handling the event: keep it */
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN))
+		iscsi_conn_close(c, "socket error");
+	if (!c->dead && (events & EPOLLIN))
 		conn_read(c);
 	if (!c->dead && (events & EPOLLOUT))
 		iscsi_conn_flush(c);
 	if (!c->dead)
 		conn_mark_dirty(c);
+	c->refs--;
+	iscsi_conn_release(c);
 }
 
 /* Once a second: login timeout, NOP-In pings, dead peers. */
