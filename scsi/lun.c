@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "scsi/scsi_int.h"
+#include "scsi/stats.h"
 
 void scsi_mode_defaults(struct scsi_mode_state *m)
 {
@@ -136,6 +137,8 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	atomic_init(&lun->prevent, 0);
 	atomic_init(&lun->sanitizing, false);
 	atomic_init(&lun->tpc, false);
+	if (scsi_stats_lun_init(lun))
+		log_warn("LUN %u: no memory for statistics", lun->id);
 	*out = lun;
 	return 0;
 }
@@ -144,6 +147,7 @@ void scsi_lun_destroy(struct scsi_lun *lun)
 {
 	if (!lun)
 		return;
+	scsi_stats_lun_free(lun);
 	pthread_mutex_destroy(&lun->lock);
 	free(lun);
 }

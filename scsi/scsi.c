@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include "scsi/scsi_int.h"
+#include "scsi/stats.h"
 
 void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
 {
@@ -49,6 +50,8 @@ bool scsi_ua_take(struct scsi_nexus *n, uint16_t lun, uint8_t *asc, uint8_t *asc
 
 		if (old & bit) {
 			scsi_ua_code((enum scsi_ua)__builtin_ctz(bit), asc, ascq);
+			if (n->target)
+				scsi_stats_ua(__atomic_load_n(&n->target->luns[lun], __ATOMIC_ACQUIRE));
 			return true;
 		}
 		bits = old & ~bit;
@@ -160,6 +163,7 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	if (cmd->lun_id < SCSI_MAX_LUNS)
 		lun = __atomic_load_n(&t->luns[cmd->lun_id], __ATOMIC_ACQUIRE);
 	cmd->lun = lun;
+	scsi_stats_hold(cmd);   /* until the transport frees the command */
 
 	op = scsi_opcode_find(cmd->cdb, &bad_sa);
 	if (op && !scsi_op_available(op, lun)) {

@@ -319,6 +319,7 @@ struct scsi_cmd {
 	uint64_t progress;
 	void *hpriv;                    /* handler-private (e.g. VAAI state) */
 	uint64_t start_ns;              /* for latency statistics */
+	uint8_t stats_flags;            /* scsi/stats.h SCSI_STATS_* */
 	_Atomic bool aborted;           /* set by task management */
 };
 

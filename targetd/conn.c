@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "backstore/io_engine.h"
+#include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/crc32c.h"
 #include "targetd/net.h"
@@ -831,7 +832,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 	cmd->exp_dir = rbit && wbit ? SCSI_DIR_BIDI : wbit ? SCSI_DIR_WRITE : rbit ? SCSI_DIR_READ : SCSI_DIR_NONE;
 	cmd->eng = c->thread->eng;
 	cmd->complete = iscsi_cmd_complete_cb;
-	cmd->start_ns = 0;
+	cmd->start_ns = scsi_stats_now_ns();   /* latency: receipt to status */
 
 	/* Extended CDB AHS (RFC 7143 11.2.1.3, type 1). */
 	uint32_t ahs_len = bhs_ahs_len(b);
@@ -1078,6 +1079,7 @@ void iscsi_task_respond(struct iscsi_task *t)
 {
 	struct scsi_cmd *cmd = &t->cmd;
 
+	scsi_stats_cmd_done(cmd);
 	if (t->conn->dead) {
 		iscsi_task_free(t);
 		return;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "backstore/io_engine.h"
+#include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -224,6 +225,7 @@ static void *net_thread_main(void *arg)
 	uint64_t last_tick = 0, stop_deadline = 0;
 
 	net_self = t;
+	scsi_stats_thread_init(t->idx);
 	t->now_ms = net_now_ms();
 	for (;;) {
 		int n, timeout;
@@ -243,7 +245,9 @@ static void *net_thread_main(void *arg)
 		timeout = io_engine_busy(t->eng) ? 0 : 1000;
 		if (t->stopping)
 			timeout = 100;
+		__atomic_add_fetch(&t->epoch, 1, __ATOMIC_SEQ_CST);   /* idle: quiescent */
 		n = epoll_wait(t->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
+		__atomic_add_fetch(&t->epoch, 1, __ATOMIC_SEQ_CST);
 		t->now_ms = net_now_ms();
 		if (n < 0 && errno != EINTR) {
 			log_err("epoll_wait: %m");
@@ -390,6 +394,21 @@ int net_start(unsigned count)
 		return -1;
 	acceptor_running = true;
 	return 0;
+}
+
+void net_synchronize(void)
+{
+	for (unsigned i = 0; i < n_threads; i++) {
+		struct net_thread *t = &threads[i];
+		uint64_t e = __atomic_load_n(&t->epoch, __ATOMIC_SEQ_CST);
+
+		if (e & 1)
+			continue;   /* idle now: holds nothing loaded earlier */
+		for (unsigned k = 0; k < 10000 && __atomic_load_n(&t->epoch, __ATOMIC_SEQ_CST) == e; k++) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
 }
 
 void net_stop(void)

@@ -53,6 +53,7 @@ struct net_thread {
 	unsigned n_conns;
 	bool stopping;
 	uint64_t now_ms;
+	uint64_t epoch;             /* odd while idle in epoll_wait (atomic; net_synchronize) */
 };
 
 extern __thread struct net_thread *net_self;
@@ -66,5 +67,9 @@ int net_epoll_mod(struct net_thread *t, int fd, uint32_t events, int *tag);
 void net_epoll_del(struct net_thread *t, int fd);
 uint64_t net_now_ms(void);
 int net_open_listeners(void);
+/* Wait until every network thread has passed a quiescent point (finished
+ * the loop iteration it was in, or sat idle): after it, no thread still
+ * uses a pointer it loaded before the call. Not from a network thread. */
+void net_synchronize(void);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -171,6 +172,7 @@ void iscsi_task_free(struct iscsi_task *t)
 	struct iscsi_session *s = t->sess;
 	struct iscsi_conn *c = t->conn;
 
+	scsi_stats_release(&t->cmd);   /* the LUN may be freed by a reload now */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
 	if (!list_empty(&t->tx.link))

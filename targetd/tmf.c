@@ -11,6 +11,7 @@
  */
 #include "config.h"
 #include <stdlib.h>
+#include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -55,9 +56,11 @@ static void abort_task(struct iscsi_task *t, struct iscsi_tmf *m)
 	switch (t->state) {
 	case TASK_DATA_OUT:
 	case TASK_QUEUED:
+		scsi_stats_aborted(&t->cmd);
 		iscsi_task_free(t);
 		break;
 	case TASK_EXEC:
+		scsi_stats_aborted(&t->cmd);
 		t->state = TASK_ABORTED;
 		atomic_store(&t->cmd.aborted, true);
 		if (m && !t->tmf_wait) {
@@ -181,6 +184,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 		break;
 	}
 done:
+	scsi_stats_tmf(sl, func, m->response);
 	if (--m->waiting == 0)
 		tmf_send(m);
 }
