@@ -642,7 +642,8 @@ static void text_send_chunk(struct iscsi_conn *c, uint32_t itt)
 	p->bhs[1] = more ? ISCSI_TEXT_CONTINUE : ISCSI_FLAG_FINAL;
 	put_be32(p->bhs + 16, itt);
 	put_be32(p->bhs + 20, more ? (c->text_ttt = (c->text_ttt + 1) & 0x7fffffff) : ISCSI_RSVD_TAG);
-	memcpy(p->data, c->text_buf + c->text_off, n);
+	if (n)   /* an empty response has neither buffer */
+		memcpy(p->data, c->text_buf + c->text_off, n);
 	c->text_off += n;
 	p->set_statsn = p->advance_statsn = true;
 	iscsi_conn_queue_pdu(c, p);

@@ -349,6 +349,27 @@ static void case_text_longkey(void)
 		pf_conn_close(&c);
 	}
 	free(t);
+
+	/* An empty Text Request is well-formed: an empty final Text Response. */
+	{
+		struct pf_conn c;
+		uint8_t b[BHS_LEN];
+		struct pf_rx r;
+
+		pf_open_logged_in(&c, "text");
+		pf_bhs_init(b, OP_TEXT_REQ | F_IMMEDIATE, F_FINAL, &c);
+		pf_put32(b + 16, 0x8880);
+		pf_put32(b + 20, RSVD_TAG);
+		pf_put32(b + 24, c.cmdsn);
+		if (pf_send_pdu(&c, b, NULL, 0, NULL, 0, 0) || pf_recv_reply(&c, &r, pf_opt.tmo) != RX_GOT)
+			pf_fail("empty Text Request: no answer");
+		if ((r.bhs[0] & 0x3f) != OP_TEXT_RSP || !(r.bhs[1] & F_FINAL) || pf_get32(r.bhs + 16) != 0x8880)
+			pf_fail("empty Text Request: answered with opcode %#04x flags %#04x", r.bhs[0], r.bhs[1]);
+		pf_tur_ok(&c, "after an empty Text Request");
+		pf_note("empty Text Request: Text Response with %u bytes, connection still works", r.dlen);
+		pf_logout_ok(&c);
+		pf_conn_close(&c);
+	}
 }
 
 /* After login, a Reject of reason want (or any reason if want < 0) must
