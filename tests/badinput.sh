@@ -61,7 +61,10 @@ sanitizer_clean() {
 	return 0
 }
 
+# still_running: the daemon is alive (after a moment: a crash under
+# valgrind takes a while to end the process).
 still_running() {
+	if [ "$TARGETD_VALGRIND" = 1 ]; then sleep 3; else sleep 0.3; fi
 	daemon_alive || { echo "the daemon is gone; its log:"; sed 's/^/    | /' "$TD_DAEMON_LOG" | tail -60; return 1; }
 }
 

@@ -33,8 +33,8 @@
 
 /* ---- cases --------------------------------------------------------------- */
 
-/* RFC 7143 6.1: before login only a Login Request is acceptable; the
- * target must end the connection on anything else. */
+/* RFC 7143 6 (login phase): before login only a Login Request is
+ * acceptable; the target ends the connection on anything else. */
 static void case_nonlogin_first(void)
 {
 	static const uint8_t ops[] = { OP_SCSI_CMD, OP_NOP_OUT | F_IMMEDIATE, OP_TEXT_REQ | F_IMMEDIATE,
@@ -112,7 +112,7 @@ static void case_garbage(void)
 }
 
 /* A Login Request whose data segment exceeds the 8192 bytes every target
- * accepts during login (RFC 7143 12.12: MaxRecvDataSegmentLength default). */
+ * accepts during login (RFC 7143 13.12: MaxRecvDataSegmentLength default). */
 static void case_login_oversize(void)
 {
 	static const uint32_t lens[] = { 8196, 65536, 0xffffff };
@@ -1099,7 +1099,8 @@ static void case_random(void)
 
 /* A second connection joins a session on a daemon with several network
  * threads, with a SCSI command pipelined right behind its final Login
- * Request (RFC 7143 allows no such thing, but bytes can arrive together). */
+ * Request (an initiator should wait for the Login Response, but a hostile
+ * one need not). */
 static void case_mcs_pipelined(void)
 {
 	for (int round = 0; round < 8; round++) {
