@@ -570,6 +570,11 @@ static void conn_read(struct iscsi_conn *c)
 		switch (c->rx_state) {
 		case RX_BHS: {
 			uint32_t ahs = bhs_ahs_len(c->bhs);
+			if (c->state == CONN_LOGIN && bhs_opcode(c->bhs) != ISCSI_OP_LOGIN_REQ) {
+				/* RFC 7143 6.3: only Login before login completes */
+				iscsi_conn_close(c, "not a Login Request before login");
+				return;
+			}
 			if (ahs > sizeof(c->ahs) - ISCSI_DIGEST_LEN) {
 				conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "AHS too long");
 				return;
@@ -647,6 +652,8 @@ static void conn_read(struct iscsi_conn *c)
 			c->rx_owned = NULL;
 			c->data_digest_bad = false;
 			rx_reset(c);
+			if (c->handoff)
+				return;   /* the rest is parsed by the session's thread */
 			continue;
 		}
 	}
@@ -839,7 +846,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 	for (uint32_t off = 0; off + 4 <= ahs_len;) {
 		uint16_t alen = get_be16(c->ahs + off);
 		uint8_t type = c->ahs[off + 2];
-		if (type == 1 && alen > 1 && 16u + alen - 1 <= SCSI_MAX_CDB) {
+		if (type == 1 && alen > 1 && 16u + alen - 1 <= SCSI_MAX_CDB && off + 3u + alen <= ahs_len) {
 			memcpy(cmd->cdb + 16, c->ahs + off + 4, alen - 1u);
 			cmd->cdb_len = (uint8_t)(16 + alen - 1);
 		}
@@ -892,7 +899,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 	}
 
 	/* Buffer: data-in or data-out of the command. */
-	uint32_t need = t->parse_failed ? 0 : cmd->xfer_len;
+	uint32_t need = t->parse_failed ? 0 : scsi_cmd_buf_need(cmd);
 	if (need) {
 		t->bb = bufpool_get(&c->thread->pool, need);
 		if (!t->bb) {
@@ -1252,6 +1259,20 @@ void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 		iscsi_conn_close(c, "socket error");
 	if (!c->dead && (events & EPOLLIN))
 		conn_read(c);
+	if (!c->dead && c->handoff) {
+		/* Login joined a session owned by another thread: leave this
+		 * thread entirely, then let the owner adopt c (net.c). This is
+		 * the last use of c here. */
+		struct net_thread *owner = c->pending_session->thread;
+		c->handoff = false;
+		c->refs--;
+		net_epoll_del(c->thread, c->fd);
+		list_del(&c->thread_link);
+		list_del(&c->dirty_link);
+		c->thread->n_conns--;
+		net_send(owner, MSG_ADOPT_CONN, -1, c, 0);
+		return;
+	}
 	if (!c->dead && (events & EPOLLOUT))
 		iscsi_conn_flush(c);
 	if (!c->dead)

@@ -208,6 +208,7 @@ struct iscsi_conn {
 	/* Login state (freed after login). */
 	struct iscsi_login *login;
 	struct iscsi_session *pending_session;  /* being joined at the end of login */
+	bool handoff;                   /* move to pending_session's thread */
 
 	/* A Text Response longer than one PDU (RFC 7143 11.11 C bit). */
 	char *text_buf;
@@ -299,6 +300,7 @@ void iscsi_session_registry_forget(void);
 void iscsi_conn_join(struct iscsi_conn *c, struct iscsi_session *s);
 void iscsi_session_unregister(struct iscsi_session *s);
 unsigned iscsi_session_count(void);
+void iscsi_session_for_each(void (*fn)(struct iscsi_session *s, void *arg), void *arg);
 
 /* conn.c: the full-feature command path */
 void iscsi_task_exec(struct iscsi_task *t);
@@ -310,5 +312,12 @@ void cmdsn_received(struct iscsi_session *s, uint32_t cmdsn);
 void iscsi_tmf_rx(struct iscsi_conn *c);
 void iscsi_tmf_task_aborted(struct iscsi_task *t);
 void iscsi_session_abort_all(struct iscsi_session *s);
+/* Abort every task of a session on one LUN, as ABORT TASK SET does but with
+ * no TMF response (PREEMPT AND ABORT). Returns how many were aborted. */
+unsigned iscsi_session_abort_lun(struct iscsi_session *s, uint64_t lun);
+
+/* pr_abort.c: the PREEMPT AND ABORT handler given to scsi/pr.c */
+bool iscsi_pr_abort(struct scsi_cmd *by, struct scsi_nexus *const *victims, unsigned n,
+		    uint16_t lun);
 
 #endif

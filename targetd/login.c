@@ -282,13 +282,11 @@ static void login_enter_ffp(struct iscsi_conn *c)
 	c->state = CONN_FULL;
 	iscsi_login_free(c);
 	if (s->thread != c->thread) {
-		/* Every connection of a session lives on the session's thread. */
-		net_epoll_del(c->thread, c->fd);
-		list_del(&c->thread_link);
-		list_del(&c->dirty_link);
-		c->thread->n_conns--;
-		c->pending_session = s;    /* attached by the adopting thread */
-		net_send(s->thread, MSG_ADOPT_CONN, -1, c, 0);
+		/* Every connection of a session lives on the session's thread:
+		 * iscsi_conn_event() hands c over once this thread is done
+		 * with it (bytes already received are parsed over there). */
+		c->pending_session = s;
+		c->handoff = true;
 		return;
 	}
 	iscsi_conn_join(c, s);
