@@ -19,8 +19,11 @@
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 #include "backstore/io_engine.h"
 #include "conf/config.h"
+#include "scsi/stats.h"
+#include "targetd/control.h"
 #include "targetd/crc32c.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -44,7 +47,8 @@ static void usage(FILE *f)
 		"      --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
-		"Signals: SIGTERM or SIGINT stop the daemon cleanly (exit status 0).\n"
+		"Signals: SIGTERM or SIGINT stop the daemon cleanly (exit status 0);\n"
+		"SIGHUP reloads the configuration file (like `targetctl reload`).\n"
 		"See targetd(8) and targetd.conf(5).\n");
 }
 
@@ -209,6 +213,8 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* Statistics shards: one per network thread (before any LUN exists). */
+	scsi_stats_configure(conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 	rt = &runtime;
 	if (target_runtime_build(rt, &conf)) {
 		target_runtime_free(rt);
@@ -219,6 +225,16 @@ int main(int argc, char **argv)
 		target_runtime_free(rt);
 		conf_free(&conf);
 		return 1;
+	}
+	if (metrics_start(conf.metrics_listen)) {
+		target_runtime_free(rt);
+		conf_free(&conf);
+		return 1;
+	}
+	if (foreground && getenv("NOTIFY_SOCKET")) {
+		/* a systemd service: the journal gets levels through syslog */
+		openlog("targetd", LOG_PID, LOG_DAEMON);
+		log_to_syslog = 1;
 	}
 	if (!foreground) {
 		if (daemon(0, 0)) {
@@ -235,8 +251,13 @@ int main(int argc, char **argv)
 		log_err("cannot start the network threads");
 		return 1;
 	}
+	reload_init(config_file, &conf);
+	if (control_start(conf.control_socket))
+		log_warn("no control socket: targetctl cannot reach this daemon");
 	if (foreground)
 		print_urls(&conf);
+	sd_notifyf(0, "READY=1\nSTATUS=serving %u targets\nMAINPID=%lu", rt->n_targets,
+		   (unsigned long)getpid());
 	log_info("targetd %s ready: %u network threads, %u targets", VERSION, rt->n_threads,
 		 rt->n_targets);
 
@@ -246,13 +267,22 @@ int main(int argc, char **argv)
 			continue;
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
-		if (sig == SIGHUP)
-			log_info("SIGHUP: configuration reload is not available yet; ignoring");
+		if (sig == SIGHUP) {
+			struct reload_report rep;
+
+			log_info("SIGHUP: reloading the configuration");
+			reload_config(&rep);   /* logs what changed or why it was refused */
+			reload_report_free(&rep);
+		}
 	}
+	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 	log_info("shutting down");
+	control_stop();
+	metrics_stop();
 	net_stop();
 	target_runtime_flush(rt);
 	target_runtime_free(rt);
+	reload_shutdown();
 	io_engine_pool_shutdown();
 	conf_free(&conf);
 	log_info("stopped");

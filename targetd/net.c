@@ -168,6 +168,30 @@ static void close_session_by_id(struct net_thread *t, uint64_t id)
 	}
 }
 
+struct net_call {
+	net_call_fn fn;
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned left;
+};
+
+void net_call_all(net_call_fn fn, void *arg)
+{
+	struct net_call nc = { .fn = fn, .arg = arg, .left = n_threads };
+
+	pthread_mutex_init(&nc.lock, NULL);
+	pthread_cond_init(&nc.cond, NULL);
+	for (unsigned i = 0; i < n_threads; i++)
+		net_send(&threads[i], MSG_CALL, -1, &nc, 0);
+	pthread_mutex_lock(&nc.lock);
+	while (nc.left)
+		pthread_cond_wait(&nc.cond, &nc.lock);
+	pthread_mutex_unlock(&nc.lock);
+	pthread_cond_destroy(&nc.cond);
+	pthread_mutex_destroy(&nc.lock);
+}
+
 static void thread_messages(struct net_thread *t)
 {
 	struct list_head q;
@@ -204,6 +228,15 @@ static void thread_messages(struct net_thread *t)
 		case MSG_STOP:
 			t->stopping = true;
 			break;
+		case MSG_CALL: {
+			struct net_call *nc = m->ptr;
+			nc->fn(t, nc->arg);
+			pthread_mutex_lock(&nc->lock);
+			nc->left--;
+			pthread_cond_signal(&nc->cond);
+			pthread_mutex_unlock(&nc->lock);
+			break;
+		}
 		}
 		free(m);
 	}

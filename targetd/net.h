@@ -27,6 +27,7 @@ enum net_msg_type {
 	MSG_ADOPT_CONN,     /* a logged-in connection joining a session here */
 	MSG_CLOSE_SESSION,  /* reinstatement / reset: close every connection */
 	MSG_STOP,
+	MSG_CALL,           /* run ptr (net_call_fn) with the message on this thread */
 };
 
 struct net_msg {
@@ -71,5 +72,10 @@ int net_open_listeners(void);
  * the loop iteration it was in, or sat idle): after it, no thread still
  * uses a pointer it loaded before the call. Not from a network thread. */
 void net_synchronize(void);
+/* Run fn(thread, arg) on every network thread, one after another, and
+ * return when all have run (the admin interface reads per-thread state
+ * this way). Not from a network thread. */
+typedef void (*net_call_fn)(struct net_thread *t, void *arg);
+void net_call_all(net_call_fn fn, void *arg);
 
 #endif

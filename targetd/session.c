@@ -89,6 +89,16 @@ void iscsi_session_unregister(struct iscsi_session *s)
 	iscsi_session_registry_unlock();
 }
 
+/* Under the registry lock: every registered session (the admin interface
+ * reads only what does not change after login). */
+void iscsi_session_for_each(void (*fn)(struct iscsi_session *s, void *arg), void *arg)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &registry)
+		fn(list_entry(pos, struct iscsi_session, reg_link), arg);
+}
+
 unsigned iscsi_session_count(void)
 {
 	unsigned n;

@@ -18,7 +18,12 @@ static char *xstrdup(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static int build_lun(struct iscsi_target *t, const struct conf_lun *cl)
+static pthread_rwlock_t target_acl_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void target_acl_wrlock(void) { pthread_rwlock_wrlock(&target_acl_lock); }
+void target_acl_unlock(void) { pthread_rwlock_unlock(&target_acl_lock); }
+
+int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct scsi_lun **out)
 {
 	struct bs_params bp = {
 		.type = cl->backstore,
@@ -62,7 +67,17 @@ static int build_lun(struct iscsi_target *t, const struct conf_lun *cl)
 		backstore_close(bs);
 		return -1;
 	}
-	t->bs[cl->lun] = bs;
+	*out = lun;
+	return 0;
+}
+
+int target_lun_build(struct iscsi_target *t, const struct conf_lun *cl)
+{
+	struct scsi_lun *lun;
+
+	if (target_lun_open(t, cl, &lun))
+		return -1;
+	t->bs[cl->lun] = lun->bs;
 	scsi_target_set_lun(&t->st, (uint16_t)cl->lun, lun);
 	return 0;
 }
@@ -86,7 +101,10 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 	r->limits.require_crc32c = false;
 
 	r->portals = calloc(c->n_listen, sizeof(*r->portals));
-	r->targets = calloc(c->n_targets ? c->n_targets : 1, sizeof(*r->targets));
+	/* Room for targets added by reload: a session keeps a pointer to its
+	 * target, so the array never moves. */
+	r->cap_targets = MAX(c->n_targets * 2, 64u);
+	r->targets = calloc(r->cap_targets, sizeof(*r->targets));
 	if (!r->portals || !r->targets)
 		return -1;
 	r->n_portals = c->n_listen;
@@ -96,10 +114,23 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 		r->portals[i].tpgt = (uint16_t)(c->listen[i].tpgt ? c->listen[i].tpgt : 1);
 		r->portals[i].fd = -1;
 	}
-	for (unsigned i = 0; i < c->n_targets; i++) {
-		const struct conf_target *ct = &c->targets[i];
-		struct iscsi_target *t = &r->targets[i];
+	for (unsigned i = 0; i < c->n_targets; i++)
+		if (target_add(r, &c->targets[i]))
+			return -1;
+	return 0;
+}
 
+int target_add(struct targetd_runtime *r, const struct conf_target *ct)
+{
+	unsigned i = r->n_targets;
+	struct iscsi_target *t;
+
+	if (i >= r->cap_targets) {
+		log_err("target %s: no room for more targets (restart the daemon)", ct->iqn);
+		return -1;
+	}
+	t = &r->targets[i];
+	{
 		snprintf(t->iqn, sizeof(t->iqn), "%s", ct->iqn);
 		snprintf(t->alias, sizeof(t->alias), "%s", ct->alias ? ct->alias : "");
 		t->has_acl = ct->has_acl || ct->n_initiators;
@@ -113,9 +144,9 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 			t->chap_mutual_secret = xstrdup(ct->chap->mutual_secret);
 		}
 		scsi_target_init(&t->st, t->iqn, (uint16_t)i);
-		r->n_targets++;
+		__atomic_store_n(&r->n_targets, i + 1, __ATOMIC_RELEASE);
 		for (unsigned k = 0; k < ct->n_luns; k++)
-			if (build_lun(t, &ct->luns[k]))
+			if (target_lun_build(t, &ct->luns[k]))
 				return -1;
 	}
 	return 0;
@@ -161,18 +192,27 @@ void target_runtime_free(struct targetd_runtime *r)
 
 struct iscsi_target *target_find(const char *iqn)
 {
-	for (unsigned i = 0; i < rt->n_targets; i++)
-		if (!strcasecmp(rt->targets[i].iqn, iqn))
+	unsigned n = __atomic_load_n(&rt->n_targets, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!__atomic_load_n(&rt->targets[i].removed, __ATOMIC_ACQUIRE) &&
+		    !strcasecmp(rt->targets[i].iqn, iqn))
 			return &rt->targets[i];
 	return NULL;
 }
 
 bool target_initiator_allowed(const struct iscsi_target *t, const char *initiator)
 {
+	bool ok = false;
+
+	if (__atomic_load_n(&t->removed, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_rwlock_rdlock(&target_acl_lock);
 	if (!t->has_acl)
-		return true;
-	for (unsigned i = 0; i < t->n_initiators; i++)
+		ok = true;
+	for (unsigned i = 0; !ok && i < t->n_initiators; i++)
 		if (!strcasecmp(t->initiators[i], initiator))
-			return true;
-	return false;
+			ok = true;
+	pthread_rwlock_unlock(&target_acl_lock);
+	return ok;
 }

@@ -35,12 +35,14 @@ struct iscsi_target {
 	char *chap_mutual_user, *chap_mutual_secret;
 	struct scsi_target st;
 	struct backstore *bs[SCSI_MAX_LUNS];
+	bool removed;            /* by a reload (atomic): the slot stays, never found */
 };
 
 struct targetd_runtime {
 	struct conf *conf;
 	struct iscsi_target *targets;
-	unsigned n_targets;
+	unsigned n_targets;      /* published with a release store (reload appends) */
+	unsigned cap_targets;    /* slots allocated: targets never move */
 	struct iscsi_portal *portals;
 	unsigned n_portals;
 	struct iscsi_limits limits;
@@ -56,6 +58,17 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c);
 void target_runtime_flush(struct targetd_runtime *r);
 void target_runtime_free(struct targetd_runtime *r);
 struct iscsi_target *target_find(const char *iqn);
+/* Set up the next target slot from its configuration (LUNs included) and
+ * publish it; for the build and for reload. Returns 0 or -1 (logged). */
+int target_add(struct targetd_runtime *r, const struct conf_target *ct);
+/* Open the backstore of one LUN and publish the LUN (build and reload). */
+int target_lun_build(struct iscsi_target *t, const struct conf_lun *cl);
+/* The same without publishing: the LUN (lun->bs open) for the caller. */
+int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct scsi_lun **out);
+/* ACL and CHAP settings are read under this lock (logins) and changed
+ * under it by reload. */
+void target_acl_wrlock(void);
+void target_acl_unlock(void);
 bool target_initiator_allowed(const struct iscsi_target *t, const char *initiator);
 
 #endif

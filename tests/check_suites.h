@@ -12,3 +12,4 @@ Suite *scsi_suite(void);
 Suite *backstore_suite(void);
 
 #endif
+Suite *stats_suite(void);

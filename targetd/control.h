@@ -1,0 +1,55 @@
+/*
+ * The admin interface of the daemon: the control socket (JSON lines,
+ * targetctl(8)), the Prometheus endpoint, and configuration reload.
+ */
+#ifndef TARGETD_CONTROL_H
+#define TARGETD_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "conf/config.h"
+
+#define CONTROL_PROTOCOL_VERSION 1
+
+struct json_object;
+struct scsi_lun;
+
+/* control.c: the control socket. */
+int control_start(const char *path);
+void control_stop(void);
+/* Build a reply for one request line (also used by the tests). The
+ * returned object is owned by the caller (json_object_put). */
+struct json_object *control_handle_line(const char *line);
+/* The per-LUN statistics object of "stats" (exposed for the tests). */
+struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun);
+
+/* metrics.c: GET /metrics in the Prometheus text format. */
+int metrics_start(const char *listen);
+void metrics_stop(void);
+/* Render every metric into a malloc'ed string (for the HTTP server and the
+ * tests); NULL on allocation failure. */
+char *metrics_render(size_t *len);
+
+/* reload.c: configuration reload (targetctl reload, SIGHUP). */
+struct reload_report {
+	char **msgs;            /* errors (refused) or changes applied */
+	unsigned n;
+};
+/* Remember how the daemon was started: the config file (NULL: embedded
+ * default, which cannot be reloaded) and the configuration in use. */
+void reload_init(const char *config_file, struct conf *running);
+/* Re-read, validate, apply the difference. 0: applied (rep = what changed),
+ * -1: refused, the running configuration is kept (rep = the errors). */
+int reload_config(struct reload_report *rep);
+void reload_report_free(struct reload_report *rep);
+/* Free what reload allocated (at exit, after the network threads stop). */
+void reload_shutdown(void);
+/* Readers of rt->targets and their LUNs outside the network threads (the
+ * control and metrics threads) hold this against a concurrent reload. */
+void reload_read_lock(void);
+void reload_read_unlock(void);
+/* Reloads done and the result of the last one (for "status"). */
+unsigned reload_count(void);
+const char *reload_config_file(void);
+
+#endif

@@ -1,0 +1,640 @@
+/*
+ * Configuration reload (targetctl reload, SIGHUP): re-read the file the
+ * daemon was started with, validate it whole, and apply the difference
+ * without disturbing what did not change.
+ *
+ *   targets added          built and published (discovery and login see them)
+ *   targets removed        hidden from login and discovery, their sessions
+ *                          closed, their LUNs removed as below
+ *   LUN added              published; REPORTED LUNS DATA HAS CHANGED for
+ *                          every I_T nexus of the target
+ *   LUN removed            unpublished (REPORTED LUNS DATA HAS CHANGED),
+ *                          freed once nothing can still use it
+ *   LUN resized (size)     backstore grown (or shrunk after the fact),
+ *                          CAPACITY DATA HAS CHANGED for every nexus
+ *   LUN otherwise changed  replaced: removed and added under the same id
+ *   ACL / CHAP / alias     changed for new logins; sessions of initiators no
+ *                          longer allowed are closed
+ *   global keys            reported as needing a restart
+ *
+ * DESIGN (threads): reloads are serialised by reload_mutex (SIGHUP runs on
+ * the main thread, `targetctl reload` on the control thread). Everything
+ * that can fail (parsing, validation, opening new backstores, growing
+ * files) happens before the first change; then the changes are made under
+ * the write side of runtime_lock, which the control and metrics threads
+ * take for reading while they walk the targets. Network threads never take
+ * it: they read LUN pointers with acquire loads, and a removed LUN is freed
+ * only after (1) it is unpublished, (2) every network thread passed a
+ * quiescent point (net_synchronize: nobody still holds a pointer loaded
+ * before), and (3) no command holds it any more (scsi_stats_lun_busy: each
+ * command holds its LUN from parse to task free). A LUN still busy after
+ * RELOAD_DRAIN_MS is left allocated (logged) rather than freed under a
+ * command. Old configurations are freed after net_synchronize too (ACL
+ * strings point into them; logins read them under the ACL lock).
+ */
+#include "config.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <systemd/sd-daemon.h>
+#include "backstore/backstore.h"
+#include "scsi/stats.h"
+#include "targetd/conn.h"
+#include "targetd/control.h"
+#include "targetd/net.h"
+#include "targetd/target.h"
+
+#define RELOAD_DRAIN_MS 30000
+
+static pthread_mutex_t reload_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t runtime_lock = PTHREAD_RWLOCK_INITIALIZER;
+static const char *reload_file;
+static struct conf *conf_running;      /* what rt->conf points to */
+static struct conf *conf_allocated;    /* conf_running if reload allocated it */
+static unsigned reloads;
+
+void reload_read_lock(void) { pthread_rwlock_rdlock(&runtime_lock); }
+void reload_read_unlock(void) { pthread_rwlock_unlock(&runtime_lock); }
+unsigned reload_count(void) { return __atomic_load_n(&reloads, __ATOMIC_RELAXED); }
+const char *reload_config_file(void) { return reload_file; }
+
+void reload_init(const char *config_file, struct conf *running)
+{
+	reload_file = config_file;
+	conf_running = running;
+}
+
+static void rep_add(struct reload_report *rep, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void rep_add(struct reload_report *rep, const char *fmt, ...)
+{
+	char **n = realloc(rep->msgs, (rep->n + 1) * sizeof(*n));
+	va_list ap;
+	char *s;
+
+	if (!n)
+		return;
+	rep->msgs = n;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (s)
+		rep->msgs[rep->n++] = s;
+}
+
+void reload_report_free(struct reload_report *rep)
+{
+	for (unsigned i = 0; i < rep->n; i++)
+		free(rep->msgs[i]);
+	free(rep->msgs);
+	rep->msgs = NULL;
+	rep->n = 0;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static const struct conf_target *conf_find_target(const struct conf *c, const char *iqn)
+{
+	for (unsigned i = 0; i < c->n_targets; i++)
+		if (!strcasecmp(c->targets[i].iqn, iqn))
+			return &c->targets[i];
+	return NULL;
+}
+
+static const struct conf_lun *conf_find_lun(const struct conf_target *ct, unsigned id)
+{
+	for (unsigned i = 0; ct && i < ct->n_luns; i++)
+		if (ct->luns[i].lun == id)
+			return &ct->luns[i];
+	return NULL;
+}
+
+/* Same LUN apart from its size? */
+static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b)
+{
+	return str_eq(a->backstore, b->backstore) && str_eq(a->path, b->path) &&
+	       (a->block_size ? a->block_size : 512) == (b->block_size ? b->block_size : 512) &&
+	       a->thin == b->thin && a->read_only == b->read_only && a->removable == b->removable &&
+	       a->sanitize == b->sanitize && a->direct == b->direct && str_eq(a->serial, b->serial) &&
+	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product);
+}
+
+static bool acl_equal(const struct conf_target *a, const struct conf_target *b)
+{
+	bool ha = a->has_acl || a->n_initiators, hb = b->has_acl || b->n_initiators;
+
+	if (ha != hb || a->n_initiators != b->n_initiators)
+		return false;
+	for (unsigned i = 0; i < a->n_initiators; i++)
+		if (strcasecmp(a->initiators[i], b->initiators[i]))
+			return false;
+	return true;
+}
+
+static bool chap_equal(const struct conf_chap *a, const struct conf_chap *b)
+{
+	if (!a || !b)
+		return a == b;
+	return str_eq(a->user, b->user) && str_eq(a->secret, b->secret) &&
+	       str_eq(a->mutual_user, b->mutual_user) && str_eq(a->mutual_secret, b->mutual_secret);
+}
+
+/* One planned change of a LUN. */
+enum lun_action { LA_ADD, LA_REMOVE, LA_REPLACE, LA_RESIZE };
+struct lun_change {
+	enum lun_action action;
+	struct iscsi_target *t;           /* NULL: a target being added */
+	const struct conf_lun *cl;        /* new config (not for REMOVE) */
+	struct scsi_lun *new_lun;         /* ADD/REPLACE: prepared, unpublished */
+	struct scsi_lun *old_lun;         /* REMOVE/REPLACE/RESIZE */
+	uint64_t new_blocks;              /* RESIZE */
+	bool shrink;                      /* RESIZE: truncate after the fact */
+};
+
+struct plan {
+	struct lun_change *ch;
+	unsigned n, cap;
+	struct iscsi_target **gone;       /* targets to remove */
+	unsigned n_gone;
+	const struct conf_target **added; /* targets to add */
+	unsigned n_added;
+};
+
+static struct lun_change *plan_push(struct plan *p)
+{
+	if (p->n == p->cap) {
+		unsigned cap = p->cap ? p->cap * 2 : 16;
+		struct lun_change *n = realloc(p->ch, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		p->ch = n;
+		p->cap = cap;
+	}
+	memset(&p->ch[p->n], 0, sizeof(p->ch[0]));
+	return &p->ch[p->n++];
+}
+
+static void plan_free(struct plan *p)
+{
+	free(p->ch);
+	free(p->gone);
+	free(p->added);
+	memset(p, 0, sizeof(*p));
+}
+
+struct close_scan {
+	struct iscsi_target *t;
+	bool all;
+	unsigned n;
+};
+
+/* Under the registry lock: reads only what does not change after login,
+ * and asks the owning network thread to close the session. */
+static void close_one(struct iscsi_session *s, void *arg)
+{
+	struct close_scan *cs = arg;
+
+	if (s->closing || s->target != cs->t || s->discovery)
+		return;
+	if (!cs->all && target_initiator_allowed(cs->t, s->initiator))
+		return;
+	net_send(s->thread, MSG_CLOSE_SESSION, -1, NULL, s->id);
+	cs->n++;
+}
+
+/* Close the sessions of target t (every session if all, else only those
+ * whose initiator the target no longer allows). Returns how many. */
+static unsigned close_sessions(struct iscsi_target *t, bool all)
+{
+	struct close_scan cs = { .t = t, .all = all };
+
+	iscsi_session_registry_lock();
+	iscsi_session_for_each(close_one, &cs);
+	iscsi_session_registry_unlock();
+	return cs.n;
+}
+
+static void lun_dispose(struct iscsi_target *t, struct scsi_lun *lun, uint64_t deadline_ms)
+{
+	struct backstore *bs = lun->bs;
+
+	while (scsi_stats_lun_busy(lun) && net_now_ms() < deadline_ms) {
+		struct timespec ts = { 0, 10 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (scsi_stats_lun_busy(lun)) {
+		log_warn("target %s LUN %u: commands still hold it after %u ms; left allocated",
+			 t ? t->iqn : "?", lun->id, RELOAD_DRAIN_MS);
+		return;
+	}
+	if (bs && !bs->read_only) {
+		struct bs_io io = { .bs = bs, .op = BS_OP_FLUSH };
+
+		if (backstore_sync_io(&io) < 0)
+			log_warn("flush of a removed LUN failed");
+	}
+	scsi_lun_destroy(lun);
+	if (bs)
+		backstore_close(bs);
+}
+
+/* Prepare: everything that can fail. On error the messages go to rep and
+ * whatever was prepared is undone. */
+static int plan_build(struct plan *p, const struct conf *nc, struct reload_report *rep)
+{
+	unsigned nt = __atomic_load_n(&rt->n_targets, __ATOMIC_ACQUIRE);
+	unsigned live = 0;
+
+	for (unsigned i = 0; i < nt; i++) {
+		struct iscsi_target *t = &rt->targets[i];
+		const struct conf_target *ct;
+
+		if (t->removed)
+			continue;
+		live++;
+		ct = conf_find_target(nc, t->iqn);
+		if (!ct) {
+			struct iscsi_target **g = realloc(p->gone, (p->n_gone + 1) * sizeof(*g));
+
+			if (!g)
+				return -1;
+			p->gone = g;
+			p->gone[p->n_gone++] = t;
+			for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
+				struct lun_change *c;
+
+				if (!t->st.luns[k])
+					continue;
+				c = plan_push(p);
+				if (!c)
+					return -1;
+				c->action = LA_REMOVE;
+				c->t = t;
+				c->old_lun = t->st.luns[k];
+			}
+			continue;
+		}
+		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
+			const struct conf_lun *ol = conf_find_lun(conf_find_target(conf_running, t->iqn), k);
+			const struct conf_lun *nl = conf_find_lun(ct, k);
+			struct scsi_lun *cur = t->st.luns[k];
+			struct lun_change *c;
+
+			if (!cur && !nl)
+				continue;
+			if (cur && !nl) {
+				c = plan_push(p);
+				if (!c)
+					return -1;
+				c->action = LA_REMOVE;
+				c->t = t;
+				c->old_lun = cur;
+				continue;
+			}
+			if (cur && ol && lun_same_but_size(ol, nl)) {
+				uint64_t bytes = nl->size;
+
+				if (!bytes || bytes == ol->size)
+					continue;          /* unchanged */
+				if (bytes < cur->block_size || bytes % cur->block_size) {
+					rep_add(rep, "%s: target %s LUN %u: size %llu is not a multiple of the block size %u",
+						nc->file, t->iqn, k, (unsigned long long)bytes, cur->block_size);
+					return -1;
+				}
+				c = plan_push(p);
+				if (!c)
+					return -1;
+				c->action = LA_RESIZE;
+				c->t = t;
+				c->cl = nl;
+				c->old_lun = cur;
+				c->new_blocks = bytes / cur->block_size;
+				continue;
+			}
+			c = plan_push(p);
+			if (!c)
+				return -1;
+			c->action = cur ? LA_REPLACE : LA_ADD;
+			c->t = t;
+			c->cl = nl;
+			c->old_lun = cur;
+		}
+	}
+	for (unsigned i = 0; i < nc->n_targets; i++) {
+		const struct conf_target *ct = &nc->targets[i];
+
+		if (!target_find(ct->iqn)) {
+			const struct conf_target **a = realloc(p->added, (p->n_added + 1) * sizeof(*a));
+
+			if (!a)
+				return -1;
+			p->added = a;
+			p->added[p->n_added++] = ct;
+		}
+	}
+	if (nt + p->n_added > rt->cap_targets) {
+		rep_add(rep, "%s: %u targets added, room for %u more until the daemon restarts",
+			nc->file, p->n_added, rt->cap_targets - nt);
+		return -1;
+	}
+
+	/* Open the backstores of new and replaced LUNs; grow files. */
+	for (unsigned i = 0; i < p->n; i++) {
+		struct lun_change *c = &p->ch[i];
+
+		if (c->action == LA_ADD || c->action == LA_REPLACE) {
+			if (target_lun_open(c->t, c->cl, &c->new_lun)) {
+				rep_add(rep, "%s:%d: target %s LUN %u: cannot open its backstore (see the log)",
+					nc->file, c->cl->line, c->t->iqn, c->cl->lun);
+				return -1;
+			}
+		} else if (c->action == LA_RESIZE) {
+			struct backstore *bs = c->old_lun->bs;
+			uint64_t cur = scsi_lun_nblocks(c->old_lun);
+			int e;
+
+			if (!bs || !bs->ops->resize) {
+				rep_add(rep, "%s:%d: target %s LUN %u: a %s backstore cannot be resized",
+					nc->file, c->cl->line, c->t->iqn, c->cl->lun,
+					bs ? bs->ops->name : "missing");
+				return -1;
+			}
+			if (c->new_blocks < cur) {
+				c->shrink = true;
+				continue;
+			}
+			e = bs->ops->resize(bs, c->new_blocks << c->old_lun->block_shift);
+			if (e) {
+				rep_add(rep, "%s:%d: target %s LUN %u: cannot grow to %llu bytes: %s",
+					nc->file, c->cl->line, c->t->iqn, c->cl->lun,
+					(unsigned long long)(c->new_blocks << c->old_lun->block_shift),
+					strerror(-e));
+				return -1;
+			}
+		}
+	}
+	/* New targets: their backstores must open too (tried, closed again;
+	 * the target is built when applied). */
+	for (unsigned i = 0; i < p->n_added; i++) {
+		const struct conf_target *ct = p->added[i];
+		struct iscsi_target *probe = calloc(1, sizeof(*probe));
+
+		if (!probe)
+			return -1;
+		snprintf(probe->iqn, sizeof(probe->iqn), "%s", ct->iqn);
+		scsi_target_init(&probe->st, probe->iqn, 0);
+		for (unsigned k = 0; k < ct->n_luns; k++) {
+			struct scsi_lun *lun;
+			struct backstore *bs;
+
+			if (target_lun_open(probe, &ct->luns[k], &lun)) {
+				rep_add(rep, "%s:%d: target %s LUN %u: cannot open its backstore (see the log)",
+					nc->file, ct->luns[k].line, ct->iqn, ct->luns[k].lun);
+				scsi_target_destroy(&probe->st);
+				free(probe);
+				return -1;
+			}
+			bs = lun->bs;
+			scsi_lun_destroy(lun);
+			backstore_close(bs);
+		}
+		scsi_target_destroy(&probe->st);
+		free(probe);
+	}
+	(void)live;
+	return 0;
+}
+
+/* Undo a prepared plan that will not be applied. */
+static void plan_abort(struct plan *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		struct lun_change *c = &p->ch[i];
+
+		if (c->new_lun) {
+			struct backstore *bs = c->new_lun->bs;
+
+			scsi_lun_destroy(c->new_lun);
+			if (bs)
+				backstore_close(bs);
+			c->new_lun = NULL;
+		}
+	}
+}
+
+static void note_global_changes(const struct conf *o, const struct conf *n, struct reload_report *rep)
+{
+	bool listen_same = o->n_listen == n->n_listen;
+
+	for (unsigned i = 0; listen_same && i < o->n_listen; i++)
+		listen_same = str_eq(o->listen[i].host, n->listen[i].host) &&
+			      str_eq(o->listen[i].port, n->listen[i].port) &&
+			      o->listen[i].tpgt == n->listen[i].tpgt;
+#define GLOBAL(cond, key) \
+	do { if (cond) rep_add(rep, "%s changed: takes effect after a restart", key); } while (0)
+	GLOBAL(!listen_same, "listen");
+	GLOBAL(o->threads != n->threads, "threads");
+	GLOBAL(!str_eq(o->state_dir, n->state_dir), "state_dir");
+	GLOBAL(!str_eq(o->control_socket, n->control_socket), "control_socket");
+	GLOBAL(!str_eq(o->metrics_listen, n->metrics_listen), "metrics_listen");
+	GLOBAL(o->queue_depth != n->queue_depth, "queue_depth");
+	GLOBAL(o->max_recv_data_segment_length != n->max_recv_data_segment_length,
+	       "max_recv_data_segment_length");
+	GLOBAL(o->max_burst_length != n->max_burst_length, "max_burst_length");
+	GLOBAL(o->first_burst_length != n->first_burst_length, "first_burst_length");
+	GLOBAL(o->immediate_data != n->immediate_data, "immediate_data");
+	GLOBAL(o->initial_r2t != n->initial_r2t, "initial_r2t");
+	GLOBAL(o->use_io_uring != n->use_io_uring, "io_uring");
+#undef GLOBAL
+}
+
+static void set_target_auth(struct iscsi_target *t, const struct conf_target *ct)
+{
+	free(t->chap_user);
+	free(t->chap_secret);
+	free(t->chap_mutual_user);
+	free(t->chap_mutual_secret);
+	t->chap_user = t->chap_secret = t->chap_mutual_user = t->chap_mutual_secret = NULL;
+	t->chap = ct && ct->chap;
+	if (t->chap) {
+		t->chap_user = ct->chap->user ? strdup(ct->chap->user) : NULL;
+		t->chap_secret = ct->chap->secret ? strdup(ct->chap->secret) : NULL;
+		t->chap_mutual_user = ct->chap->mutual_user ? strdup(ct->chap->mutual_user) : NULL;
+		t->chap_mutual_secret = ct->chap->mutual_secret ? strdup(ct->chap->mutual_secret) : NULL;
+	}
+}
+
+int reload_config(struct reload_report *rep)
+{
+	struct conf *nc;
+	struct conf_errors errs = { 0 };
+	struct plan p = { 0 };
+	struct conf *old_alloc;
+	uint64_t deadline;
+	int rc = -1;
+
+	memset(rep, 0, sizeof(*rep));
+	pthread_mutex_lock(&reload_mutex);
+	if (!reload_file) {
+		rep_add(rep, "the daemon runs the embedded default configuration (no -c FILE): nothing to reload");
+		pthread_mutex_unlock(&reload_mutex);
+		return -1;
+	}
+	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", reload_file,
+		   (unsigned long long)(scsi_stats_now_ns() / 1000));
+	log_info("reloading %s", reload_file);
+	nc = calloc(1, sizeof(*nc));
+	if (!nc || conf_load_file(nc, reload_file, &errs)) {
+		for (unsigned i = 0; i < errs.n; i++)
+			rep_add(rep, "%s", errs.msgs[i]);
+		if (!nc)
+			rep_add(rep, "out of memory");
+		conf_errors_free(&errs);
+		free(nc);
+		goto out;
+	}
+	if (plan_build(&p, nc, rep)) {
+		if (!rep->n)
+			rep_add(rep, "out of memory preparing the reload");
+		plan_abort(&p);
+		conf_free(nc);
+		free(nc);
+		goto out;
+	}
+
+	/* ---- apply: nothing below fails the reload ---- */
+	pthread_rwlock_wrlock(&runtime_lock);
+	for (unsigned i = 0; i < p.n_gone; i++) {
+		struct iscsi_target *t = p.gone[i];
+
+		__atomic_store_n(&t->removed, true, __ATOMIC_RELEASE);
+		rep_add(rep, "target %s removed (%u sessions closed)", t->iqn, close_sessions(t, true));
+	}
+	for (unsigned i = 0; i < p.n; i++) {
+		struct lun_change *c = &p.ch[i];
+		uint16_t id = c->old_lun ? c->old_lun->id : (uint16_t)c->cl->lun;
+
+		switch (c->action) {
+		case LA_REMOVE:
+			scsi_target_set_lun(&c->t->st, id, NULL);
+			c->t->bs[id] = NULL;
+			rep_add(rep, "target %s LUN %u removed", c->t->iqn, id);
+			break;
+		case LA_ADD:
+		case LA_REPLACE:
+			c->t->bs[id] = c->new_lun->bs;
+			scsi_target_set_lun(&c->t->st, id, c->new_lun);
+			rep_add(rep, "target %s LUN %u %s", c->t->iqn, id,
+				c->action == LA_ADD ? "added" : "replaced");
+			break;
+		case LA_RESIZE:
+			scsi_lun_set_capacity(c->old_lun, c->new_blocks);
+			rep_add(rep, "target %s LUN %u resized to %llu blocks", c->t->iqn, id,
+				(unsigned long long)c->new_blocks);
+			break;
+		}
+	}
+	/* ACL, CHAP, alias of the targets that stay; every ACL pointer moves
+	 * to the new configuration (the old one is freed below). */
+	target_acl_wrlock();
+	for (unsigned i = 0; i < rt->n_targets; i++) {
+		struct iscsi_target *t = &rt->targets[i];
+		const struct conf_target *ct = t->removed ? NULL : conf_find_target(nc, t->iqn);
+		const struct conf_target *ot = t->removed ? NULL : conf_find_target(conf_running, t->iqn);
+
+		if (!ct) {
+			t->initiators = NULL;
+			t->n_initiators = 0;
+			t->has_acl = true;
+			continue;
+		}
+		t->initiators = ct->initiators;
+		t->n_initiators = ct->n_initiators;
+		t->has_acl = ct->has_acl || ct->n_initiators;
+		snprintf(t->alias, sizeof(t->alias), "%s", ct->alias ? ct->alias : "");
+		if (ot && !chap_equal(ot->chap, ct->chap)) {
+			set_target_auth(t, ct);
+			rep_add(rep, "target %s: CHAP settings changed (new logins)", t->iqn);
+		}
+		if (ot && !acl_equal(ot, ct))
+			rep_add(rep, "target %s: initiator ACL changed", t->iqn);
+	}
+	target_acl_unlock();
+	for (unsigned i = 0; i < rt->n_targets; i++) {
+		struct iscsi_target *t = &rt->targets[i];
+		const struct conf_target *ct = t->removed ? NULL : conf_find_target(nc, t->iqn);
+		const struct conf_target *ot = t->removed ? NULL : conf_find_target(conf_running, t->iqn);
+		unsigned n;
+
+		if (ct && ot && !acl_equal(ot, ct) && (n = close_sessions(t, false)))
+			rep_add(rep, "target %s: %u sessions of initiators no longer allowed closed",
+				t->iqn, n);
+	}
+	for (unsigned i = 0; i < p.n_added; i++) {
+		if (target_add(rt, p.added[i]))
+			rep_add(rep, "target %s: could not be built (see the log)", p.added[i]->iqn);
+		else
+			rep_add(rep, "target %s added", p.added[i]->iqn);
+	}
+	note_global_changes(conf_running, nc, rep);
+	old_alloc = conf_allocated;
+	rt->conf = nc;
+	conf_running = nc;
+	conf_allocated = nc;
+	pthread_rwlock_unlock(&runtime_lock);
+
+	/* ---- after: free what nothing can reach any more ---- */
+	net_synchronize();
+	deadline = net_now_ms() + RELOAD_DRAIN_MS;
+	for (unsigned i = 0; i < p.n; i++) {
+		struct lun_change *c = &p.ch[i];
+
+		if (c->action == LA_REMOVE || c->action == LA_REPLACE)
+			lun_dispose(c->t, c->old_lun, deadline);
+		else if (c->action == LA_RESIZE && c->shrink) {
+			int e = c->old_lun->bs->ops->resize(c->old_lun->bs,
+							    c->new_blocks << c->old_lun->block_shift);
+			if (e)
+				rep_add(rep, "target %s LUN %u: shrinking the backstore failed: %s",
+					c->t->iqn, c->old_lun->id, strerror(-e));
+		}
+	}
+	if (old_alloc) {
+		conf_free(old_alloc);
+		free(old_alloc);
+	}
+	__atomic_add_fetch(&reloads, 1, __ATOMIC_RELAXED);
+	if (!rep->n)
+		rep_add(rep, "no change");
+	for (unsigned i = 0; i < rep->n; i++)
+		log_info("reload: %s", rep->msgs[i]);
+	rc = 0;
+out:
+	if (rc)
+		for (unsigned i = 0; i < rep->n; i++)
+			log_err("reload refused: %s", rep->msgs[i]);
+	plan_free(&p);
+	sd_notifyf(0, "READY=1\nSTATUS=serving (%u reloads)", reload_count());
+	pthread_mutex_unlock(&reload_mutex);
+	return rc;
+}
+
+void reload_shutdown(void)
+{
+	if (conf_allocated) {
+		if (rt && rt->conf == conf_allocated)
+			rt->conf = NULL;
+		conf_free(conf_allocated);
+		free(conf_allocated);
+		conf_allocated = NULL;
+	}
+}
