@@ -625,6 +625,12 @@ static void sanitize_step(struct bs_io *io)
 		sanitize_finish(job, true);
 		return;
 	}
+	/* SBC-4 4.11: task management does not stop a sanitize operation;
+	 * an aborted command is let go and the job goes on without it. */
+	if (job->cmd && atomic_load(&job->cmd->aborted)) {
+		scsi_cmd_done(job->cmd, SR_TASK_ABORTED);
+		job->cmd = NULL;
+	}
 	job->offset += io->len;
 	job->lun->sanitize_progress = job->end ?
 		(uint32_t)((job->offset * 65535) / job->end) : 0;

@@ -329,12 +329,14 @@ struct scsi_cmd {
  * does not ask for a 4 GiB buffer).
  *
  * Short data-out (exp_xfer_len < xfer_len, so buf_len < xfer_len): per
- * FCP-4/SAM-5 the device server may either process only the data received
- * or refuse the command. A partial logical block cannot be written without
- * a read-modify-write, so scsi_cmd_execute() refuses every data-out command
- * whose buf_len < xfer_len with CHECK CONDITION, ILLEGAL REQUEST, INVALID
- * FIELD IN COMMAND INFORMATION UNIT (0E/03) and touches no block; the
- * transport still reports the overflow residual. Extra data-out
+ * FCP-4 9.4.2 the device server may process only the data received or
+ * refuse the command (libiscsi's residual tests accept both). The iSCSI
+ * transport shrinks a plain WRITE / WRITE AND VERIFY to the whole blocks
+ * received (nblocks and xfer_len, before the data phase) and refuses a
+ * partial block; whatever still reaches scsi_cmd_execute() with buf_len <
+ * xfer_len is refused with CHECK CONDITION, ILLEGAL REQUEST, INVALID FIELD
+ * IN COMMAND INFORMATION UNIT (0E/03) without touching any block. The
+ * transport reports the overflow residual either way. Extra data-out
  * (exp_xfer_len > xfer_len) is ignored past xfer_len (underflow residual). */
 static inline uint32_t scsi_cmd_buf_need(const struct scsi_cmd *cmd)
 {
