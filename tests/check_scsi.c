@@ -1269,6 +1269,42 @@ START_TEST(test_sanitize_overwrite)
 }
 END_TEST
 
+/* IMMED=1: GOOD at once, then SANITIZE IN PROGRESS until the job ends */
+START_TEST(test_sanitize_immed)
+{
+	struct run r;
+	uint8_t san[10] = { 0x48, 0x81, 0, 0, 0, 0, 0, 0, 4 + 2, 0 };
+	uint8_t param[6] = { 0x01, 0, 0, 2, 0x12, 0x34 };
+	uint8_t rd[10] = { 0x28, 0, 0, 0, 0x20, 0, 0, 0, 1, 0 };
+	uint8_t inq[6] = { 0x12, 0, 0, 0, 36, 0 };
+	uint8_t rs[6] = { 0x03, 0, 0, 0, 18, 0 };
+	int spins = 0;
+
+	run_cmd(&r, &nx, 0, san, 10, param, sizeof(param));
+	expect_good(&r.cmd);
+	ck_assert(atomic_load(&lun0->sanitizing));
+	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	expect_sense(&r.cmd, 2, 0x04, 0x1b);
+	run_cmd(&r, &nx2, 0, san, 10, param, sizeof(param));
+	expect_sense(&r.cmd, 2, 0x04, 0x1b);
+	run_cmd(&r, &nx, 0, inq, 6, NULL, 0);
+	expect_good(&r.cmd);
+	run_cmd(&r, &nx, 0, rs, 6, NULL, 0);
+	expect_good(&r.cmd);
+	ck_assert_uint_eq(buf[2], 2);
+	ck_assert_uint_eq(buf[12], 0x04);
+	ck_assert_uint_eq(buf[13], 0x1b);
+	while (atomic_load(&lun0->sanitizing) && spins++ < 10000)
+		io_engine_wait(eng);
+	ck_assert(!atomic_load(&lun0->sanitizing));
+	ck_assert(!atomic_load(&lun0->sanitize_failed));
+	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
+	expect_good(&r.cmd);
+	ck_assert_uint_eq(get_be16(buf), 0x1234);
+	ck_assert_uint_eq(get_be16(buf + 510), 0x1234);
+}
+END_TEST
+
 START_TEST(test_sense_info)
 {
 	uint8_t status, key, asc, ascq;
@@ -1358,6 +1394,7 @@ Suite *scsi_suite(void)
 	tcase_add_test(tc, test_removable);
 	tcase_add_test(tc, test_stopped);
 	tcase_add_test(tc, test_sanitize_overwrite);
+	tcase_add_test(tc, test_sanitize_immed);
 	suite_add_tcase(s, tc);
 	return s;
 }
