@@ -207,7 +207,7 @@ static enum sense_reason spc_exec_inquiry(struct scsi_cmd *cmd)
 		scsi_datain(cmd, d, len);
 		return SR_OK;
 	}
-	memset(d, 0, 512);
+	memset(d, 0, sizeof(d));
 	d[0] = cmd->lun ? 0x00 : 0x7f;
 	d[1] = page;
 	switch (page) {
@@ -233,7 +233,8 @@ enum sense_reason spc_parse_inquiry(struct scsi_cmd *cmd)
 		return scsi_invalid_cdb(cmd, 2, -1);
 	if (evpd && !spc_vpd_known(page, cmd->lun))
 		return scsi_invalid_cdb(cmd, 2, -1);
-	scsi_set_alloc(cmd, get_be16(cmd->cdb + 3), 512);
+	/* VPD 0x83 with long iSCSI names exceeds 512 bytes */
+	scsi_set_alloc(cmd, get_be16(cmd->cdb + 3), 1024);
 	cmd->execute = spc_exec_inquiry;
 	return SR_OK;
 }
