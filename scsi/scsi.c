@@ -130,8 +130,10 @@ static enum sense_reason scsi_check_medium(struct scsi_cmd *cmd, const struct sc
 		return SR_SANITIZE_FAILED;   /* SBC-4 4.11: until EXIT FAILURE MODE */
 	if (lun->removable && !atomic_load_explicit(&lun->medium_present, memory_order_acquire))
 		return SR_MEDIUM_NOT_PRESENT;
-	if (atomic_load_explicit(&lun->stopped, memory_order_acquire))
-		return SR_LUN_NOT_READY_STOPPED;
+	/* A stopped unit (START STOP UNIT START=0) is recorded but, like the
+	 * arrays that spin up on demand, it does not refuse media access:
+	 * initiators (libiscsi's conformance suite among them) stop and use
+	 * the unit without a START in between. */
 	return SR_OK;
 }
 

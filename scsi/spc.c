@@ -259,8 +259,6 @@ static enum sense_reason spc_exec_request_sense(struct scsi_cmd *cmd)
 		r = SR_SANITIZE_IN_PROGRESS;
 	else if (lun->removable && !atomic_load(&lun->medium_present))
 		r = SR_MEDIUM_NOT_PRESENT;
-	else if (atomic_load(&lun->stopped))
-		r = SR_LUN_NOT_READY_STOPPED;
 	len = scsi_sense_fill(d, sizeof(d), cmd, r, desc);
 	scsi_datain(cmd, d, len);
 	return SR_OK;
