@@ -515,12 +515,10 @@ enum sense_reason sbc_parse_start_stop(struct scsi_cmd *cmd)
 	uint8_t pc = cmd->cdb[4] >> 4;
 	uint8_t pcm = cmd->cdb[3] & 0x0f;
 
-	switch (pc) {
-	case 0x0: case 0x1: case 0x2: case 0x3: case 0x7: case 0xa: case 0xb:
-		break;
-	default:
-		return scsi_invalid_cdb(cmd, 4, 7);
-	}
+	/* Every POWER CONDITION value is accepted and, as SBC-4 5.25 says
+	 * for PC != 0, START and LOEJ are then ignored: a virtual disk has
+	 * no power states to enter (libiscsi's StartStopUnit.PwrCnd sends
+	 * all of 1..15 and expects GOOD). */
 	if (pcm && pc != 0x2 && pc != 0x3)
 		return scsi_invalid_cdb(cmd, 3, 3);
 	if ((cmd->cdb[4] & 0x02) && !cmd->lun->removable)

@@ -281,7 +281,7 @@ static const struct cdb_case cdb_cases[] = {
 	{ "PREVENT on fixed LUN", 0, { 0x1e, 0, 0, 0, 1, 0 }, CC(5, 0x20, 0), -1, -1, 0 },
 	{ "PREVENT 10b", 1, { 0x1e, 0, 0, 0, 2, 0 }, FIELD(4, 1) },
 	{ "START STOP LOEJ fixed", 0, { 0x1b, 0, 0, 0, 0x02, 0 }, FIELD(4, 1) },
-	{ "START STOP bad power condition", 0, { 0x1b, 0, 0, 0, 0x41, 0 }, FIELD(4, 7) },
+	{ "START STOP modifier without IDLE/STANDBY", 0, { 0x1b, 0, 0, 0x01, 0x10, 0 }, FIELD(3, 3) },
 	{ "READ CAPACITY(10) LBA", 0, { 0x25, 0, 0x80, 0, 0, 0, 0, 0, 0, 0 }, FIELD(2, 7) },
 	{ "READ CAPACITY(16) alloc", 0, { 0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0 },
 	  GOOD_X(12) },
