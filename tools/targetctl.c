@@ -58,6 +58,19 @@ static void usage(FILE *f)
 		"See targetctl(8).\n");
 }
 
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("targetctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int die(const char *fmt, ...)
 {
@@ -562,7 +575,7 @@ int main(int argc, char **argv)
 			} else if ((!strcmp(a, "-s") || !strcmp(a, "--socket")) && i + 1 < argc)
 				sock_path = argv[++i];
 			else if (a[0] == '-')
-				return die("unknown option %s (see targetctl --help)", a);
+				return usage_error("unknown option %s (see targetctl --help)", a);
 			else if (nrest < 16)
 				rest[nrest++] = argv[i];
 		}
@@ -573,11 +586,11 @@ int main(int argc, char **argv)
 			long v = strtol(rest[1], &end, 10);
 
 			if (*end || v < 0 || v > 255)
-				return die("LUN must be a number 0..255, not '%s'", rest[1]);
+				return usage_error("LUN must be a number 0..255, not '%s'", rest[1]);
 			lun = (int)v;
 		}
 		if (nrest > 2 || (nrest && strcmp(cmd, "stats")))
-			return die("too many arguments for '%s'", cmd);
+			return usage_error("too many arguments for '%s'", cmd);
 	}
 
 	if (!strcmp(cmd, "top"))
@@ -587,7 +600,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "status") && strcmp(cmd, "targets") && strcmp(cmd, "luns") &&
 	    strcmp(cmd, "sessions") && strcmp(cmd, "stats") && strcmp(cmd, "reset") &&
 	    strcmp(cmd, "reload"))
-		return die("unknown command '%s' (see targetctl --help)", cmd);
+		return usage_error("unknown command '%s' (see targetctl --help)", cmd);
 	rep = request(cmd, target, lun);
 	res = result_or_die(rep);
 	if (json)
