@@ -32,6 +32,12 @@
  *    waits for pool_active to reach zero so a worker never touches a freed
  *    engine.
  *
+ *  - Remote completions: io_engine_complete_remote() lets any thread (a
+ *    network thread releasing a range lock another thread waits for)
+ *    finish a request the owner announced with io_engine_remote_begin();
+ *    it takes the worker pool's path: pool_active up, push on pool_done,
+ *    eventfd write, pool_active down.
+ *
  * Ordering of the wakeup: a worker pushes, then writes the eventfd; the
  * owner reads (clears) the eventfd, then takes the stack. A push the owner
  * misses is always followed by a write that makes the eventfd readable again.
@@ -247,6 +253,22 @@ void io_engine_complete(struct io_engine *eng, struct bs_io *io)
 	io->eng = eng;
 	eng->inflight++;
 	engine_defer(eng, io);
+}
+
+void io_engine_remote_begin(struct io_engine *eng, struct bs_io *io)
+{
+	io->eng = eng;
+	eng->inflight++;
+}
+
+void io_engine_complete_remote(struct bs_io *io)
+{
+	struct io_engine *eng = io->eng;
+
+	/* Counted like a pool job so io_engine_destroy() waits until this
+	 * thread no longer touches eng (after the eventfd write). */
+	atomic_fetch_add_explicit(&eng->pool_active, 1, memory_order_relaxed);
+	engine_push_done(eng, io);
 }
 
 /* Offload without counting a new request (continuations). */

@@ -42,6 +42,14 @@ bool io_engine_has_uring(struct io_engine *eng);
 
 /* For backstores: complete io (result already set) on the next poll. */
 void io_engine_complete(struct io_engine *eng, struct bs_io *io);
+/* For requests finished by ANOTHER thread (e.g. a range lock granted when
+ * its holder, on another network thread, releases it). On the owner:
+ * io_engine_remote_begin(eng, io) counts io as in flight. Later, on any
+ * thread, exactly once: io_engine_complete_remote(io) (result set) pushes
+ * io onto the engine's lock-free completion stack and wakes the owner,
+ * whose io_engine_poll() runs io->done. */
+void io_engine_remote_begin(struct io_engine *eng, struct bs_io *io);
+void io_engine_complete_remote(struct bs_io *io);
 /* For backstores: run fn(io) on a worker thread; fn sets io->result; the
  * completion then reaches the owner like any other. */
 void io_engine_offload(struct io_engine *eng, struct bs_io *io, void (*fn)(struct bs_io *io));
