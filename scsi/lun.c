@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "scsi/scsi_int.h"
+#include "scsi/vaai.h"
 #include "scsi/stats.h"
 
 void scsi_mode_defaults(struct scsi_mode_state *m)
@@ -139,6 +140,11 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	atomic_init(&lun->tpc, false);
 	if (scsi_stats_lun_init(lun))
 		log_warn("LUN %u: no memory for statistics", lun->id);
+	/* range lock, EXTENDED COPY results (scsi/vaai.c) */
+	if (vaai_lun_init(lun)) {
+		scsi_lun_destroy(lun);
+		return -ENOMEM;
+	}
 	*out = lun;
 	return 0;
 }
@@ -148,6 +154,7 @@ void scsi_lun_destroy(struct scsi_lun *lun)
 	if (!lun)
 		return;
 	scsi_stats_lun_free(lun);
+	vaai_lun_fini(lun);
 	pthread_mutex_destroy(&lun->lock);
 	free(lun);
 }

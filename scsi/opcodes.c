@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "scsi/scsi_int.h"
+#include "scsi/vaai.h"
 
 #define LBA4 0xff, 0xff, 0xff, 0xff
 #define LBA8 LBA4, LBA4
@@ -152,6 +153,61 @@ static const struct scsi_opcode op_sanitize_exit = {
 	.usage = { 0x48, 0xbf, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
 	.parse = sbc_parse_sanitize, .flags = OPF_SANITIZE,
 };
+/* --- VAAI (SBC-4, SPC-4): scsi/vaai.c, scsi/xcopy.c --- */
+static const struct scsi_opcode op_write_same10 = {
+	.opcode = 0x41, .name = "WRITE SAME(10)", .cdb_len = 10,
+	/* UNMAP; not ANCHOR (ANC_SUP 0), not WRPROTECT, not the obsolete bits */
+	.usage = { 0x41, 0x08, LBA4, 0x1f, 0xff, 0xff, 0 },
+	.parse = vaai_parse_write_same, .flags = OPF_MEDIUM | OPF_WRITES | OPF_VAAI,
+};
+static const struct scsi_opcode op_unmap = {
+	.opcode = 0x42, .name = "UNMAP", .cdb_len = 10,
+	.usage = { 0x42, 0x00, 0, 0, 0, 0, 0x1f, 0xff, 0xff, 0 },
+	.parse = vaai_parse_unmap, .flags = OPF_MEDIUM | OPF_WRITES | OPF_VAAI | OPF_THIN,
+};
+static const struct scsi_opcode op_extended_copy = {
+	.opcode = 0x83, .service_action = 0x00, .has_sa = true,
+	.name = "EXTENDED COPY(LID1)", .cdb_len = 16,
+	.usage = { 0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = xcopy_parse_extended_copy, .flags = OPF_MEDIUM | OPF_VAAI,
+};
+static const struct scsi_opcode op_rcr_status = {
+	.opcode = 0x84, .service_action = 0x00, .has_sa = true,
+	.name = "RECEIVE COPY STATUS(LID1)", .cdb_len = 16,
+	.usage = { 0x84, 0x00, 0xff, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = xcopy_parse_receive_copy_results, .flags = OPF_CONFLICT_OK,
+};
+static const struct scsi_opcode op_rcr_op_params = {
+	.opcode = 0x84, .service_action = 0x03, .has_sa = true,
+	.name = "RECEIVE COPY OPERATING PARAMETERS", .cdb_len = 16,
+	.usage = { 0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = xcopy_parse_receive_copy_results, .flags = OPF_CONFLICT_OK,
+};
+static const struct scsi_opcode op_rcr_failed = {
+	.opcode = 0x84, .service_action = 0x04, .has_sa = true,
+	.name = "RECEIVE COPY FAILURE DETAILS(LID1)", .cdb_len = 16,
+	.usage = { 0x84, 0x04, 0xff, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = xcopy_parse_receive_copy_results, .flags = OPF_CONFLICT_OK,
+};
+static const struct scsi_opcode op_compare_and_write = {
+	.opcode = 0x89, .name = "COMPARE AND WRITE", .cdb_len = 16,
+	/* DPO, FUA; not WRPROTECT (no protection information) */
+	.usage = { 0x89, 0x18, LBA8, 0, 0, 0, 0xff, 0x1f, 0 },
+	.parse = vaai_parse_caw, .flags = OPF_MEDIUM | OPF_WRITES | OPF_VAAI,
+};
+static const struct scsi_opcode op_write_same16 = {
+	.opcode = 0x93, .name = "WRITE SAME(16)", .cdb_len = 16,
+	/* UNMAP, NDOB; not ANCHOR, not WRPROTECT */
+	.usage = { 0x93, 0x09, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
+	.parse = vaai_parse_write_same, .flags = OPF_MEDIUM | OPF_WRITES | OPF_VAAI,
+};
+static const struct scsi_opcode op_get_lba_status = {
+	.opcode = 0x9e, .service_action = 0x12, .has_sa = true,
+	.name = "GET LBA STATUS", .cdb_len = 16,
+	.usage = { 0x9e, 0x12, LBA8, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = vaai_parse_get_lba_status, .flags = OPF_MEDIUM,
+};
+
 static const struct scsi_opcode op_read16 = {
 	.opcode = 0x88, .name = "READ(16)", .cdb_len = 16,
 	.usage = { 0x88, 0x18, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
@@ -226,10 +282,14 @@ const struct scsi_opcode *const scsi_opcodes[] = {
 	&op_mode_select6, &op_mode_sense6, &op_start_stop, &op_prevent_allow,
 	&op_read_capacity10, &op_read10, &op_write10, &op_write_verify10,
 	&op_verify10, &op_prefetch10, &op_sync_cache10, &op_read_defect10,
+	&op_write_same10, &op_unmap,
 	&op_sanitize_overwrite, &op_sanitize_exit,
 	&op_mode_select10, &op_mode_sense10,
-	&op_read16, &op_write16, &op_orwrite16, &op_write_verify16, &op_verify16,
-	&op_prefetch16, &op_sync_cache16, &op_read_capacity16,
+	&op_extended_copy, &op_rcr_status, &op_rcr_op_params, &op_rcr_failed,
+	&op_read16, &op_compare_and_write, &op_write16, &op_orwrite16,
+	&op_write_verify16, &op_verify16,
+	&op_prefetch16, &op_sync_cache16, &op_write_same16, &op_read_capacity16,
+	&op_get_lba_status,
 	&op_report_luns, &op_rsoc, &op_rstmf,
 	&op_read12, &op_write12, &op_write_verify12, &op_verify12,
 	&op_read_defect12,
@@ -243,6 +303,15 @@ static const struct scsi_opcode *const sa_sanitize[32] = {
 };
 static const struct scsi_opcode *const sa_service_action_in16[32] = {
 	[0x10] = &op_read_capacity16,
+	[0x12] = &op_get_lba_status,
+};
+static const struct scsi_opcode *const sa_extended_copy[32] = {
+	[0x00] = &op_extended_copy,
+};
+static const struct scsi_opcode *const sa_receive_copy[32] = {
+	[0x00] = &op_rcr_status,
+	[0x03] = &op_rcr_op_params,
+	[0x04] = &op_rcr_failed,
 };
 static const struct scsi_opcode *const sa_maintenance_in[32] = {
 	[0x0c] = &op_rsoc,
@@ -251,6 +320,8 @@ static const struct scsi_opcode *const sa_maintenance_in[32] = {
 
 static const struct scsi_opcode *const *const sa_index[256] = {
 	[0x48] = sa_sanitize,
+	[0x83] = sa_extended_copy,
+	[0x84] = sa_receive_copy,
 	[0x9e] = sa_service_action_in16,
 	[0xa3] = sa_maintenance_in,
 };
@@ -262,10 +333,11 @@ static const struct scsi_opcode *const op_index[256] = {
 	[0x1e] = &op_prevent_allow, [0x25] = &op_read_capacity10,
 	[0x28] = &op_read10, [0x2a] = &op_write10, [0x2e] = &op_write_verify10,
 	[0x2f] = &op_verify10, [0x34] = &op_prefetch10, [0x35] = &op_sync_cache10,
-	[0x37] = &op_read_defect10, [0x55] = &op_mode_select10,
+	[0x37] = &op_read_defect10, [0x41] = &op_write_same10, [0x42] = &op_unmap,
+	[0x55] = &op_mode_select10,
 	[0x5a] = &op_mode_sense10, [0x88] = &op_read16, [0x8a] = &op_write16,
-	[0x8b] = &op_orwrite16, [0x8e] = &op_write_verify16, [0x8f] = &op_verify16,
-	[0x90] = &op_prefetch16, [0x91] = &op_sync_cache16,
+	[0x89] = &op_compare_and_write, [0x8b] = &op_orwrite16, [0x8e] = &op_write_verify16, [0x8f] = &op_verify16,
+	[0x90] = &op_prefetch16, [0x91] = &op_sync_cache16, [0x93] = &op_write_same16,
 	[0xa0] = &op_report_luns, [0xa8] = &op_read12, [0xaa] = &op_write12,
 	[0xae] = &op_write_verify12, [0xaf] = &op_verify12,
 	[0xb7] = &op_read_defect12,
@@ -310,6 +382,8 @@ bool scsi_op_available(const struct scsi_opcode *op, const struct scsi_lun *lun)
 	if ((op->flags & OPF_REMOVABLE) && (!lun || !lun->removable))
 		return false;
 	if ((op->flags & OPF_SANITIZE) && (!lun || !lun->sanitize_ok))
+		return false;
+	if ((op->flags & OPF_THIN) && (!lun || !vaai_lbp(lun)))
 		return false;
 	return true;
 }

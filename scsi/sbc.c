@@ -16,6 +16,7 @@
 #include "config.h"
 #include <stdlib.h>
 #include "scsi/scsi_int.h"
+#include "scsi/vaai.h"
 
 /* A backstore result is an error when negative. */
 static bool sbc_io_failed(const struct bs_io *io)
@@ -132,8 +133,10 @@ static enum sense_reason sbc_exec_read_capacity16(struct scsi_cmd *cmd)
 	put_be64(d, scsi_lun_nblocks(cmd->lun) - 1);
 	put_be32(d + 8, cmd->lun->block_size);
 	/* d[13]: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT 0
-	 * d[14]: LBPME (0x80) and LBPRZ (0x40) stay clear until UNMAP exists;
-	 * LOWEST ALIGNED LOGICAL BLOCK ADDRESS 0 */
+	 * d[14]: LBPME (0x80) and LBPRZ (0x40) with logical block
+	 * provisioning (scsi/vaai.c); LOWEST ALIGNED LOGICAL BLOCK ADDRESS 0 */
+	if (vaai_lbp(cmd->lun))
+		d[14] = (uint8_t)(0x80 | (cmd->lun->bs->discard_zeroes ? 0x40 : 0));
 	scsi_datain(cmd, d, sizeof(d));
 	return SR_OK;
 }
@@ -175,14 +178,20 @@ static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 	return SR_PENDING;
 }
 
-/* SBC-4 5.40-5.43 WRITE(6/10/12/16) */
+static enum sense_reason sbc_write_locked(struct scsi_cmd *cmd)
+{
+	sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf,
+		   sbc_write_flags(cmd), sbc_write_done);
+	return SR_PENDING;
+}
+
+/* SBC-4 5.40-5.43 WRITE(6/10/12/16): under the LUN's LBA range lock
+ * (shared), which makes COMPARE AND WRITE atomic against it */
 static enum sense_reason sbc_exec_write(struct scsi_cmd *cmd)
 {
 	if (!cmd->nblocks)
 		return SR_OK;
-	sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf,
-		   sbc_write_flags(cmd), sbc_write_done);
-	return SR_PENDING;
+	return scsi_rl_lock(cmd, cmd->lun, cmd->lba, cmd->nblocks, RL_SHARED, sbc_write_locked);
 }
 
 enum sense_reason sbc_parse_rw(struct scsi_cmd *cmd)
@@ -323,15 +332,22 @@ out:
 	scsi_cmd_done(cmd, r);
 }
 
-static enum sense_reason sbc_exec_write_verify(struct scsi_cmd *cmd)
+static enum sense_reason sbc_write_verify_locked(struct scsi_cmd *cmd)
 {
-	if (!cmd->nblocks)
-		return SR_OK;
 	cmd->step = 0;
 	/* the verification is of the medium: write through */
 	sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf, BS_IO_FUA,
 		   sbc_write_verify_done);
 	return SR_PENDING;
+}
+
+/* exclusive LBA range lock: nothing else writes between write and verify */
+static enum sense_reason sbc_exec_write_verify(struct scsi_cmd *cmd)
+{
+	if (!cmd->nblocks)
+		return SR_OK;
+	return scsi_rl_lock(cmd, cmd->lun, cmd->lba, cmd->nblocks, RL_EXCL,
+			    sbc_write_verify_locked);
 }
 
 enum sense_reason sbc_parse_write_verify(struct scsi_cmd *cmd)
@@ -378,18 +394,23 @@ static void sbc_orwrite_done(struct bs_io *io)
 	scsi_cmd_done(cmd, SR_OK);
 }
 
-static enum sense_reason sbc_exec_orwrite(struct scsi_cmd *cmd)
+static enum sense_reason sbc_orwrite_locked(struct scsi_cmd *cmd)
 {
-	void *m;
+	void *m = scsi_hpriv_alloc(cmd, cmd->xfer_len);
 
-	if (!cmd->nblocks)
-		return SR_OK;
-	m = scsi_hpriv_alloc(cmd, cmd->xfer_len);
 	if (!m)
 		return SR_INTERNAL_ERROR;
 	cmd->step = 0;
 	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, m, 0, sbc_orwrite_done);
 	return SR_PENDING;
+}
+
+/* read-modify-write: alone on its LBAs (exclusive LBA range lock) */
+static enum sense_reason sbc_exec_orwrite(struct scsi_cmd *cmd)
+{
+	if (!cmd->nblocks)
+		return SR_OK;
+	return scsi_rl_lock(cmd, cmd->lun, cmd->lba, cmd->nblocks, RL_EXCL, sbc_orwrite_locked);
 }
 
 enum sense_reason sbc_parse_orwrite(struct scsi_cmd *cmd)
@@ -594,6 +615,7 @@ struct sanitize_job {
 	uint8_t *pattern;             /* SANITIZE_CHUNK bytes of the pattern */
 	uint64_t offset, end;
 	bool flushing;
+	struct rangelock_req rl;      /* the whole LUN, exclusive */
 };
 
 static void sanitize_finish(struct sanitize_job *job, bool ok)
@@ -601,6 +623,7 @@ static void sanitize_finish(struct sanitize_job *job, bool ok)
 	struct scsi_lun *lun = job->lun;
 	struct scsi_cmd *cmd = job->cmd;
 
+	rangelock_release(&job->rl);
 	atomic_store(&lun->sanitize_failed, !ok);
 	lun->sanitize_progress = 0;
 	atomic_store(&lun->sanitizing, false);
@@ -709,7 +732,13 @@ static enum sense_reason sbc_exec_sanitize(struct scsi_cmd *cmd)
 	memset(&job->io, 0, sizeof(job->io));
 	job->io.len = 0;
 	job->io.result = 0;
-	sanitize_step(&job->io);
+	/* SBC-4 5.27: after every write in flight, before any other: the
+	 * whole LUN under the exclusive LBA range lock (scsi/rangelock.c) */
+	job->io.done = sanitize_step;
+	job->io.priv = job;
+	if (rangelock_acquire(vaai_rangelock(lun), &job->rl, 0, UINT64_MAX, RL_EXCL,
+			      job->eng, &job->io))
+		sanitize_step(&job->io);
 	return immed ? SR_OK : SR_PENDING;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include "scsi/scsi_int.h"
+#include "scsi/vaai.h"
 #include "scsi/stats.h"
 
 void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
@@ -92,6 +93,7 @@ void scsi_cmd_set_result(struct scsi_cmd *cmd, enum sense_reason r)
 
 void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r)
 {
+	scsi_rl_unlock(cmd);           /* the LBA range lock never outlives it */
 	scsi_cmd_set_result(cmd, r);
 	cmd->complete(cmd);
 }
@@ -154,6 +156,7 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	cmd->op = NULL;
 	cmd->dir = SCSI_DIR_NONE;
 	cmd->xfer_len = 0;
+	cmd->buf_extra = 0;
 	cmd->data_len = 0;
 	cmd->info_valid = false;
 	cmd->field_valid = false;
@@ -239,6 +242,7 @@ bool scsi_cmd_execute(struct scsi_cmd *cmd)
 	r = cmd->execute(cmd);
 	if (r == SR_PENDING)
 		return true;
+	scsi_rl_unlock(cmd);
 	scsi_cmd_set_result(cmd, r);
 	return false;
 }

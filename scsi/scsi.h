@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "backstore/backstore.h"
+#include "scsi/rangelock.h"
 #include "targetd/util.h"
 
 #define SCSI_MAX_LUNS 256
@@ -127,6 +128,8 @@ enum sense_reason {
 	SR_MISCOMPARE_VERIFY_NOINFO,    /* MISCOMPARE 1D/00 without INFORMATION */
 	SR_NOT_READY_CAUSE_UNKNOWN,     /* NOT READY 04/00 */
 	SR_DATA_PHASE_ERROR,            /* ABORTED COMMAND 4B/00 (transport: bad Data-Out sequence) */
+	SR_COPY_ABORTED,                /* COPY ABORTED 00/00 (EXTENDED COPY segment error) */
+	SR_OPERATION_IN_PROGRESS,       /* ILLEGAL REQUEST 00/16 (EXTENDED COPY list ID in use) */
 	SR__COUNT
 };
 
@@ -269,6 +272,7 @@ struct scsi_opcode {
 #define OPF_REMOVABLE   0x040  /* exists only on removable LUNs */
 #define OPF_SANITIZE    0x080  /* exists only where SANITIZE is allowed */
 #define OPF_SANITIZE_OK 0x100  /* allowed while a SANITIZE is in progress */
+#define OPF_THIN        0x200  /* exists only with logical block provisioning (UNMAP) */
 
 struct scsi_cmd {
 	/* Set by the transport before scsi_cmd_parse(). */
@@ -318,6 +322,11 @@ struct scsi_cmd {
 	unsigned step;
 	uint64_t progress;
 	void *hpriv;                    /* handler-private (e.g. VAAI state) */
+	struct rangelock_req rl;        /* LBA range lock (scsi/rangelock.c):
+	                                 * released by scsi_cmd_done() and by
+	                                 * scsi_cmd_execute() on a synchronous end */
+	uint32_t buf_extra;             /* scratch bytes a handler wants after
+	                                 * xfer_len (set by parsing) */
 	uint64_t start_ns;              /* for latency statistics */
 	uint8_t stats_flags;            /* scsi/stats.h SCSI_STATS_* */
 	_Atomic bool aborted;           /* set by task management */
@@ -326,7 +335,10 @@ struct scsi_cmd {
 /* Bytes of buffer the transport must give the command (after parsing).
  * Data-out: xfer_len. Data-in: xfer_len, which parsing clamps to what the
  * command can ever produce (an allocation length of 4 GiB for REPORT LUNS
- * does not ask for a 4 GiB buffer).
+ * does not ask for a 4 GiB buffer). Plus buf_extra: scratch space after the
+ * data that some handlers use (COMPARE AND WRITE reads the medium there,
+ * WRITE SAME keeps its iovecs there) instead of allocating per command;
+ * a handler given less falls back to an allocation or fails cleanly.
  *
  * Short data-out (exp_xfer_len < xfer_len, so buf_len < xfer_len): per
  * FCP-4 9.4.2 the device server may process only the data received or
@@ -340,7 +352,7 @@ struct scsi_cmd {
  * (exp_xfer_len > xfer_len) is ignored past xfer_len (underflow residual). */
 static inline uint32_t scsi_cmd_buf_need(const struct scsi_cmd *cmd)
 {
-	return cmd->xfer_len;
+	return cmd->xfer_len + cmd->buf_extra;
 }
 
 /* --- core (scsi/scsi.c) --- */

@@ -7,6 +7,7 @@
 #include "config.h"
 #include <stdio.h>
 #include "scsi/scsi_int.h"
+#include "scsi/vaai.h"
 
 /* SPC-4 6.4.2 version descriptors */
 #define VD_SAM5   0x00a0
@@ -39,7 +40,7 @@ enum sense_reason spc_parse_tur(struct scsi_cmd *cmd)
 
 /* --- INQUIRY (SPC-4 6.6) --- */
 
-static const uint8_t vpd_pages[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+static const uint8_t vpd_pages[] = { 0x00, 0x80, 0x83, 0x8f, 0xb0, 0xb1, 0xb2 };
 
 static bool spc_vpd_known(uint8_t page, const struct scsi_lun *lun)
 {
@@ -175,7 +176,9 @@ static uint32_t vpd_block_limits(struct scsi_cmd *cmd, uint8_t *d)
 	put_be16(d + 6, 1);                          /* OPTIMAL TRANSFER LENGTH GRANULARITY */
 	put_be32(d + 8, lun->max_xfer_blocks);       /* MAXIMUM TRANSFER LENGTH */
 	put_be32(d + 12, SCSI_OPT_XFER_BYTES >> lun->block_shift);
-	/* MAXIMUM PREFETCH LENGTH 0: no limit; UNMAP and WRITE SAME: none */
+	/* MAXIMUM PREFETCH LENGTH 0: no limit; COMPARE AND WRITE, UNMAP and
+	 * WRITE SAME limits: scsi/vaai.c */
+	vaai_vpd_block_limits(lun, d);
 	return 64;
 }
 
@@ -191,7 +194,7 @@ static uint32_t vpd_bdc(struct scsi_cmd *cmd, uint8_t *d)
 static uint32_t vpd_lbp(struct scsi_cmd *cmd, uint8_t *d)
 {
 	put_be16(d + 2, 4);
-	/* LBPU/LBPWS/LBPWS10/LBPRZ stay 0 until UNMAP and WRITE SAME exist */
+	vaai_vpd_lbp(cmd->lun, d);            /* LBPU, LBPWS, LBPWS10, LBPRZ */
 	d[6] = cmd->lun->thin ? 0x02 : 0x00;  /* PROVISIONING TYPE */
 	return 8;
 }
@@ -214,6 +217,7 @@ static enum sense_reason spc_exec_inquiry(struct scsi_cmd *cmd)
 	case 0x00: len = vpd_supported(cmd, d); break;
 	case 0x80: len = vpd_serial(cmd, d); break;
 	case 0x83: len = vpd_devid(cmd, d); break;
+	case 0x8f: len = xcopy_vpd_tpc(cmd->lun, d); break;
 	case 0xb0: len = vpd_block_limits(cmd, d); break;
 	case 0xb1: len = vpd_bdc(cmd, d); break;
 	case 0xb2: len = vpd_lbp(cmd, d); break;

@@ -1,0 +1,637 @@
+/*
+ * EXTENDED COPY (LID1) and RECEIVE COPY RESULTS (SPC-4 6.4, 6.18), and the
+ * Third-party Copy VPD page (SPC-4 7.8.17): the copy manager of a LUN.
+ *
+ * DESIGN (threads and async)
+ *  - An EXTENDED COPY runs on its network thread. Its parameter list is
+ *    validated whole (header, lengths, every CSCD and segment descriptor,
+ *    every LBA range) before one byte moves. The state of the copy lives
+ *    in one allocation per command (cmd->hpriv): XCOPY is not a per-block
+ *    command.
+ *  - CSCD descriptors (0xE4 identification) are matched against the NAA
+ *    designators (VPD 0x83) of the LUNs of the target the command's I_T
+ *    nexus is logged in to, and nothing else: a LUN of another target can
+ *    never be named (the CVE-2020-28374 class of bug); it reads as COPY
+ *    TARGET DEVICE NOT REACHABLE.
+ *  - Data never crosses the network nor this thread: each segment is copied
+ *    by backstore COPY requests (copy_file_range, so reflinks on XFS/btrfs,
+ *    else a bounce buffer on a worker) of at most XCOPY_CHUNK bytes, one
+ *    after another, each holding the destination range's RL_SHARED lock,
+ *    so a 1 GiB clone neither starves other commands of the worker pool
+ *    nor holds off a COMPARE AND WRITE for long. An abort is honoured
+ *    between chunks.
+ *  - Results for RECEIVE COPY RESULTS are kept per LUN, keyed by I_T nexus
+ *    and list identifier, in a small table (XCOPY_HELD_RESULTS entries,
+ *    oldest finished one reused) under vaai_lun.xc_lock: touched twice per
+ *    EXTENDED COPY and once per RECEIVE COPY RESULTS, never per block.
+ */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include "scsi/vaai.h"
+#include "backstore/io_engine.h"
+
+/* COPY MANAGER STATUS (SPC-4 6.18.3) */
+#define XC_RUNNING 0x00
+#define XC_DONE_OK 0x01
+#define XC_DONE_ERR 0x02
+
+struct xcopy_held {
+	bool used;
+	uint64_t nexus_id;
+	uint8_t list_id;
+	uint8_t state;                /* XC_* */
+	uint16_t segments;            /* segments processed */
+	uint64_t bytes;               /* bytes copied */
+	uint64_t seq;                 /* age, for reuse */
+	uint8_t status;               /* SCSI status of the command */
+	uint8_t sense_len;
+	uint8_t sense[SCSI_SENSE_BUF];
+};
+
+struct xcopy_seg {
+	struct scsi_lun *src, *dst;
+	uint64_t src_off, dst_off, len;   /* bytes */
+};
+
+struct xcopy_job {
+	unsigned nseg, cur;
+	uint64_t seg_done;                /* bytes of segment cur copied */
+	uint64_t total;                   /* bytes copied */
+	uint64_t chunk;                   /* bytes of the request in flight */
+	struct xcopy_held *held;          /* NULL: results not held */
+	uint64_t held_seq;                /* to find it again safely */
+	struct xcopy_seg seg[XCOPY_MAX_SEGMENT_DESC];
+};
+
+static _Atomic uint64_t xcopy_seq;
+
+int xcopy_lun_init(struct vaai_lun *v)
+{
+	v->held = calloc(XCOPY_HELD_RESULTS, sizeof(*v->held));
+	if (!v->held)
+		return -ENOMEM;
+	pthread_mutex_init(&v->xc_lock, NULL);
+	v->held_next = 0;
+	atomic_init(&v->xc_active, 0);
+	return 0;
+}
+
+void xcopy_lun_fini(struct vaai_lun *v)
+{
+	pthread_mutex_destroy(&v->xc_lock);
+	free(v->held);
+	v->held = NULL;
+}
+
+static struct vaai_lun *xcopy_vaai(struct scsi_cmd *cmd)
+{
+	return cmd->lun->priv_vaai;
+}
+
+/* Entry of (nexus, list id), or NULL. xc_lock held. */
+static struct xcopy_held *xcopy_find_locked(struct vaai_lun *v, uint64_t nexus, uint8_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < XCOPY_HELD_RESULTS; i++)
+		if (v->held[i].used && v->held[i].nexus_id == nexus && v->held[i].list_id == id)
+			return &v->held[i];
+	return NULL;
+}
+
+/*
+ * SPC-4 6.4.3.2: a list identifier may not name a copy still running for
+ * this I_T nexus. Claims an entry for the new copy (reusing the nexus's
+ * previous one for this list id, else a free or the oldest finished one).
+ * hold: results are kept for RECEIVE COPY RESULTS; otherwise only the
+ * "in use" mark is, and it goes away at the end.
+ */
+static enum sense_reason xcopy_claim(struct scsi_cmd *cmd, struct xcopy_job *job, uint8_t id)
+{
+	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_held *e, *best = NULL;
+	unsigned i;
+
+	pthread_mutex_lock(&v->xc_lock);
+	e = xcopy_find_locked(v, cmd->nexus->id, id);
+	if (e && e->state == XC_RUNNING) {
+		pthread_mutex_unlock(&v->xc_lock);
+		return SR_OPERATION_IN_PROGRESS;
+	}
+	if (!e) {
+		for (i = 0; i < XCOPY_HELD_RESULTS; i++) {
+			struct xcopy_held *c = &v->held[i];
+
+			if (!c->used) {
+				best = c;
+				break;
+			}
+			if (c->state != XC_RUNNING && (!best || c->seq < best->seq))
+				best = c;
+		}
+		e = best;
+	}
+	if (!e) {
+		/* every entry is a running copy: as many as we run at once */
+		pthread_mutex_unlock(&v->xc_lock);
+		return SR_BUSY;
+	}
+	memset(e, 0, sizeof(*e));
+	e->used = true;
+	e->nexus_id = cmd->nexus->id;
+	e->list_id = id;
+	e->state = XC_RUNNING;
+	e->seq = atomic_fetch_add(&xcopy_seq, 1) + 1;
+	job->held = e;
+	job->held_seq = e->seq;
+	pthread_mutex_unlock(&v->xc_lock);
+	return SR_OK;
+}
+
+/* Record the outcome in the held entry (after the result is set). */
+static void xcopy_settle(struct scsi_cmd *cmd, struct xcopy_job *job, bool hold)
+{
+	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_held *e = job->held;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&v->xc_lock);
+	if (e->used && e->seq == job->held_seq) {
+		if (!hold) {
+			e->used = false;
+		} else {
+			e->state = cmd->status == SAM_STAT_GOOD ? XC_DONE_OK : XC_DONE_ERR;
+			e->segments = (uint16_t)job->cur;
+			e->bytes = job->total;
+			e->status = cmd->status;
+			e->sense_len = cmd->sense_len;
+			memcpy(e->sense, cmd->sense, cmd->sense_len);
+		}
+	}
+	pthread_mutex_unlock(&v->xc_lock);
+}
+
+/* Progress for COPY STATUS while the copy runs. */
+static void xcopy_progress(struct scsi_cmd *cmd, struct xcopy_job *job)
+{
+	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_held *e = job->held;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&v->xc_lock);
+	if (e->used && e->seq == job->held_seq) {
+		e->segments = (uint16_t)job->cur;
+		e->bytes = job->total;
+	}
+	pthread_mutex_unlock(&v->xc_lock);
+}
+
+/* --- EXTENDED COPY (LID1) (SPC-4 6.4) --- */
+
+static void xcopy_finish(struct scsi_cmd *cmd, enum sense_reason r)
+{
+	struct xcopy_job *job = cmd->hpriv;
+	bool hold = ((cmd->buf[1] >> 3) & 3) == 0;   /* LIST ID USAGE 00b */
+
+	scsi_rl_unlock(cmd);
+	/* the result first, so the held copy of it is what the initiator sees */
+	scsi_cmd_set_result(cmd, r);
+	if (job)
+		xcopy_settle(cmd, job, hold);
+	atomic_fetch_sub(&xcopy_vaai(cmd)->xc_active, 1);
+	scsi_hpriv_free(cmd);
+	/* result already set: complete without recomputing it */
+	cmd->complete(cmd);
+}
+
+static enum sense_reason xcopy_next(struct scsi_cmd *cmd);
+
+static void xcopy_chunk_done(struct bs_io *io)
+{
+	struct scsi_cmd *cmd = io->priv;
+	struct xcopy_job *job = cmd->hpriv;
+	enum sense_reason r;
+
+	scsi_rl_unlock(cmd);
+	if (io->result < 0) {
+		xcopy_finish(cmd, io->result == -ENOSPC || io->result == -EDQUOT ?
+			     SR_SPACE_ALLOC_FAILED : SR_COPY_ABORTED);
+		return;
+	}
+	job->seg_done += job->chunk;
+	job->total += job->chunk;
+	if (job->seg_done >= job->seg[job->cur].len) {
+		job->cur++;
+		job->seg_done = 0;
+	}
+	xcopy_progress(cmd, job);
+	r = xcopy_next(cmd);
+	if (r != SR_PENDING)
+		xcopy_finish(cmd, r);
+}
+
+static enum sense_reason xcopy_locked(struct scsi_cmd *cmd)
+{
+	struct xcopy_job *job = cmd->hpriv;
+	struct xcopy_seg *s = &job->seg[job->cur];
+	struct bs_io *io = &cmd->io;
+
+	memset(io, 0, sizeof(*io));
+	io->bs = s->dst->bs;
+	io->op = BS_OP_COPY;
+	io->src = s->src->bs;
+	io->src_offset = s->src_off + job->seg_done;
+	io->offset = s->dst_off + job->seg_done;
+	io->len = job->chunk;
+	io->done = xcopy_chunk_done;
+	io->priv = cmd;
+	backstore_submit(cmd->eng, io);
+	return SR_PENDING;
+}
+
+/* The range lock granted after a wait (on this command's thread). */
+static void xcopy_granted(struct bs_io *io)
+{
+	struct scsi_cmd *cmd = io->priv;
+	enum sense_reason r;
+
+	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire))
+		r = SR_TASK_ABORTED;
+	else
+		r = xcopy_locked(cmd);
+	if (r != SR_PENDING)
+		xcopy_finish(cmd, r);
+}
+
+/* Start the next chunk, or end. The lock is taken directly (not through
+ * scsi_rl_lock) so that every end goes through xcopy_finish(). */
+static enum sense_reason xcopy_next(struct scsi_cmd *cmd)
+{
+	struct xcopy_job *job = cmd->hpriv;
+	struct xcopy_seg *s;
+	uint8_t shift;
+
+	while (job->cur < job->nseg && job->seg[job->cur].len == 0)
+		job->cur++;
+	if (job->cur >= job->nseg)
+		return SR_OK;
+	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire))
+		return SR_TASK_ABORTED;
+	s = &job->seg[job->cur];
+	shift = s->dst->block_shift;
+	job->chunk = MIN((uint64_t)XCOPY_CHUNK, s->len - job->seg_done);
+	memset(&cmd->io, 0, sizeof(cmd->io));
+	cmd->io.done = xcopy_granted;
+	cmd->io.priv = cmd;
+	if (rangelock_acquire(vaai_rangelock(s->dst), &cmd->rl,
+			      (s->dst_off + job->seg_done) >> shift, job->chunk >> shift,
+			      RL_SHARED, cmd->eng, &cmd->io))
+		return xcopy_locked(cmd);
+	return SR_PENDING;
+}
+
+/* SPC-4 6.4.6.4: the CSCD a 0xE4 identification descriptor names, among
+ * the LUNs of this nexus's target only. */
+static struct scsi_lun *xcopy_find_lun(struct scsi_cmd *cmd, const uint8_t *desig)
+{
+	struct scsi_target *t = cmd->nexus->target;
+	uint8_t type = desig[1] & 0x0f, assoc = (desig[1] >> 4) & 3, len = desig[3];
+	uint64_t hi, lo;
+	unsigned i;
+
+	if ((desig[0] & 0x0f) != 0x01 || type != 0x03 || assoc != 0 || len != 16)
+		return NULL;       /* only the binary NAA designator of a LU (VPD 0x83) */
+	hi = get_be64(desig + 4);
+	lo = get_be64(desig + 12);
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lun *l = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
+
+		if (l && l->naa == hi && l->naa_ext == lo)
+			return l;
+	}
+	return NULL;
+}
+
+/* A LUN able to take part in a copy now (SBC-4 4.x medium states). */
+static bool xcopy_lun_ready(const struct scsi_lun *l)
+{
+	if (atomic_load(&l->sanitizing) || atomic_load(&l->stopped))
+		return false;
+	if (l->removable && !atomic_load(&l->medium_present))
+		return false;
+	return l->bs != NULL;
+}
+
+static enum sense_reason xcopy_parse_list(struct scsi_cmd *cmd, struct xcopy_job *job)
+{
+	const uint8_t *p = cmd->buf;
+	uint32_t plen = cmd->xfer_len;
+	struct scsi_lun *cscd[XCOPY_MAX_TARGET_DESC];
+	uint32_t tdl, sdl, idl, off, end, ntd, nsd;
+	uint8_t usage, id;
+	enum sense_reason r;
+	unsigned i;
+
+	if (plen < 16)
+		return SR_PARAM_LIST_LENGTH_ERROR;
+	id = p[0];
+	usage = (p[1] >> 3) & 3;
+	tdl = get_be16(p + 2);
+	sdl = get_be32(p + 8);
+	idl = get_be32(p + 12);
+	if (p[1] & 0xc0)
+		return scsi_invalid_param(cmd, 1, 7);
+	if (usage == 1)
+		return scsi_invalid_param(cmd, 1, 4);     /* reserved */
+	if (usage == 3 && id != 0)
+		return scsi_invalid_param(cmd, 0, -1);    /* 11b: LIST IDENTIFIER zero */
+	/* from here on, a failure is held for RECEIVE COPY RESULTS too */
+	if (usage != 3) {
+		r = xcopy_claim(cmd, job, id);
+		if (r)
+			return r;
+	}
+	/* SPC-4 6.4.3.1: lengths */
+	if ((uint64_t)tdl + sdl > XCOPY_MAX_DESC_LIST_LEN)
+		return SR_PARAM_LIST_LENGTH_ERROR;
+	if (16ull + tdl + sdl + idl > plen)
+		return SR_PARAM_LIST_LENGTH_ERROR;
+	if (idl > 0)
+		return scsi_invalid_param(cmd, 12, -1);   /* MAXIMUM INLINE DATA LENGTH 0 */
+	if (tdl % 32)
+		return SR_PARAM_LIST_LENGTH_ERROR;
+
+	/* CSCD descriptors: 32 bytes each for the types we know of */
+	ntd = tdl / 32;
+	if (ntd > XCOPY_MAX_TARGET_DESC)
+		return SR_TOO_MANY_TARGET_DESCRIPTORS;
+	for (i = 0; i < ntd; i++) {
+		const uint8_t *d = p + 16 + 32 * i;
+
+		if (d[0] != 0xe4) {
+			cmd->field_valid = true;
+			cmd->field_in_cdb = false;
+			cmd->field_byte = (uint16_t)(16 + 32 * i);
+			cmd->field_bit = -1;
+			return SR_UNSUPPORTED_TARGET_DESCRIPTOR;
+		}
+		/* byte 1: LU ID TYPE and NUL are ignored for 0xE4 (SPC-4);
+		 * PERIPHERAL DEVICE TYPE: block devices only */
+		if ((d[1] & 0x1f) != 0x00) {
+			cmd->field_valid = true;
+			cmd->field_in_cdb = false;
+			cmd->field_byte = (uint16_t)(16 + 32 * i + 1);
+			cmd->field_bit = 4;
+			return SR_UNSUPPORTED_TARGET_DESCRIPTOR;
+		}
+		cscd[i] = xcopy_find_lun(cmd, d + 4);
+		if (!cscd[i] || !xcopy_lun_ready(cscd[i]))
+			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
+		/* SBC-4 6.x block device type specific parameters: DISK BLOCK
+		 * LENGTH must be the LUN's */
+		if (get_be24(d + 29) != cscd[i]->block_size)
+			return scsi_invalid_param(cmd, (uint16_t)(16 + 32 * i + 29), -1);
+	}
+
+	/* segment descriptors: count and types first */
+	off = 16 + tdl;
+	end = off + sdl;
+	nsd = 0;
+	while (off < end) {
+		uint32_t dl;
+
+		if (end - off < 4)
+			return SR_PARAM_LIST_LENGTH_ERROR;
+		dl = 4u + get_be16(p + off + 2);
+		if (p[off] != 0x02) {
+			cmd->field_valid = true;
+			cmd->field_in_cdb = false;
+			cmd->field_byte = (uint16_t)off;
+			cmd->field_bit = -1;
+			return SR_UNSUPPORTED_SEGMENT_DESCRIPTOR;
+		}
+		if (dl != 0x1c)
+			return scsi_invalid_param(cmd, (uint16_t)(off + 2), -1);
+		if (end - off < dl)
+			return SR_PARAM_LIST_LENGTH_ERROR;
+		if (++nsd > XCOPY_MAX_SEGMENT_DESC)
+			return SR_TOO_MANY_SEGMENT_DESCRIPTORS;
+		off += dl;
+	}
+
+	/* block -> block segments (SPC-4 6.4.5.5): indexes and ranges */
+	off = 16 + tdl;
+	for (i = 0; i < nsd; i++, off += 0x1c) {
+		const uint8_t *d = p + off;
+		struct xcopy_seg *s = &job->seg[i];
+		uint16_t si = get_be16(d + 4), di = get_be16(d + 6);
+		uint32_t nb = get_be16(d + 10);
+		bool dc = d[1] & 0x02;
+		uint64_t src_lba = get_be64(d + 12), dst_lba = get_be64(d + 20), len;
+
+		job->cur = i;                  /* the segment a failure names */
+		if (d[1] & 0xfc)
+			return scsi_invalid_param(cmd, (uint16_t)(off + 1), 7);
+		if (si >= ntd || di >= ntd)
+			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
+		s->src = cscd[si];
+		s->dst = cscd[di];
+		len = (uint64_t)nb << (dc ? s->dst->block_shift : s->src->block_shift);
+		if (len > XCOPY_MAX_SEGMENT_BYTES)
+			return scsi_invalid_param(cmd, (uint16_t)(off + 10), -1);
+		/* whole blocks at both ends */
+		if (len & (((uint64_t)1 << s->src->block_shift) - 1) ||
+		    len & (((uint64_t)1 << s->dst->block_shift) - 1))
+			return SR_COPY_ABORTED;
+		if (src_lba + (len >> s->src->block_shift) < src_lba ||
+		    src_lba + (len >> s->src->block_shift) > scsi_lun_nblocks(s->src) ||
+		    dst_lba + (len >> s->dst->block_shift) < dst_lba ||
+		    dst_lba + (len >> s->dst->block_shift) > scsi_lun_nblocks(s->dst))
+			return SR_COPY_ABORTED;
+		if (len && (s->dst->read_only || atomic_load(&s->dst->swp)))
+			return SR_WRITE_PROTECTED;
+		s->src_off = src_lba << s->src->block_shift;
+		s->dst_off = dst_lba << s->dst->block_shift;
+		s->len = len;
+	}
+	job->nseg = nsd;
+	job->cur = 0;
+	return SR_OK;
+}
+
+static enum sense_reason xcopy_exec(struct scsi_cmd *cmd)
+{
+	struct xcopy_job *job;
+	enum sense_reason r;
+
+	if (cmd->xfer_len == 0)
+		return SR_OK;              /* SPC-4 6.4.1: no list, no copy */
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return SR_INTERNAL_ERROR;
+	cmd->hpriv = job;
+	atomic_fetch_add(&xcopy_vaai(cmd)->xc_active, 1);
+	r = xcopy_parse_list(cmd, job);
+	if (r == SR_OK) {
+		job->cur = 0;
+		r = xcopy_next(cmd);
+	}
+	if (r == SR_PENDING)
+		return SR_PENDING;
+	/* ended now: finish through complete() like the asynchronous path
+	 * would not work here (execute must return the result), so record
+	 * and return */
+	scsi_rl_unlock(cmd);
+	scsi_cmd_set_result(cmd, r);
+	xcopy_settle(cmd, job, ((cmd->buf[1] >> 3) & 3) == 0);
+	atomic_fetch_sub(&xcopy_vaai(cmd)->xc_active, 1);
+	scsi_hpriv_free(cmd);
+	return r;
+}
+
+enum sense_reason xcopy_parse_extended_copy(struct scsi_cmd *cmd)
+{
+	uint32_t plen = get_be32(cmd->cdb + 10);
+
+	if (plen > 16 + XCOPY_MAX_DESC_LIST_LEN)
+		return SR_PARAM_LIST_LENGTH_ERROR;
+	scsi_set_dataout(cmd, plen);
+	cmd->execute = xcopy_exec;
+	return SR_OK;
+}
+
+/* --- RECEIVE COPY RESULTS (SPC-4 6.18) --- */
+
+static uint32_t rcr_op_params(uint8_t *d)
+{
+	memset(d, 0, 48);
+	put_be32(d, 46 - 4);                        /* AVAILABLE DATA */
+	d[4] = 0x01;                                /* SNLID: list IDs are kept apart */
+	put_be16(d + 8, XCOPY_MAX_TARGET_DESC);
+	put_be16(d + 10, XCOPY_MAX_SEGMENT_DESC);
+	put_be32(d + 12, XCOPY_MAX_DESC_LIST_LEN);
+	put_be32(d + 16, XCOPY_MAX_SEGMENT_BYTES);  /* MAXIMUM SEGMENT LENGTH */
+	put_be32(d + 20, 0);                        /* MAXIMUM INLINE DATA LENGTH */
+	put_be32(d + 24, 0);                        /* HELD DATA LIMIT */
+	put_be32(d + 28, 0);                        /* no stream devices */
+	put_be16(d + 34, XCOPY_MAX_CONCURRENT);     /* TOTAL CONCURRENT COPIES */
+	d[36] = XCOPY_MAX_CONCURRENT;               /* MAXIMUM CONCURRENT COPIES */
+	d[37] = 9;                                  /* DATA SEGMENT GRANULARITY 2^9 */
+	d[38] = 0;
+	d[39] = 0;
+	d[43] = 2;                                  /* implemented descriptor codes */
+	d[44] = 0x02;
+	d[45] = 0xe4;
+	return 46;
+}
+
+static enum sense_reason rcr_exec(struct scsi_cmd *cmd)
+{
+	struct vaai_lun *v = xcopy_vaai(cmd);
+	uint8_t sa = cmd->cdb[1] & 0x1f, id = cmd->cdb[2];
+	uint8_t d[64 + SCSI_SENSE_BUF];
+	struct xcopy_held *e;
+	uint32_t len = 0;
+
+	memset(d, 0, sizeof(d));
+	if (sa == 0x03) {
+		scsi_datain(cmd, d, rcr_op_params(d));
+		return SR_OK;
+	}
+	pthread_mutex_lock(&v->xc_lock);
+	e = xcopy_find_locked(v, cmd->nexus->id, id);
+	if (!e) {
+		pthread_mutex_unlock(&v->xc_lock);
+		return scsi_invalid_cdb(cmd, 2, -1);   /* no such list identifier */
+	}
+	if (sa == 0x00) {
+		/* SPC-4 6.18.3 COPY STATUS */
+		uint64_t count = e->bytes;
+		uint8_t units = 0;
+
+		while (count > 0xffffffffull) {         /* 00h bytes, 01h KiB, 02h MiB, ... */
+			count >>= 10;
+			units++;
+		}
+		put_be32(d, 8);
+		d[4] = e->state;                        /* HDD 0: no held data */
+		put_be16(d + 5, e->segments);
+		d[7] = units;
+		put_be32(d + 8, (uint32_t)count);
+		len = 12;
+	} else {
+		/* SPC-4 6.18.5 FAILED SEGMENT DETAILS */
+		if (e->state == XC_DONE_ERR) {
+			put_be32(d, 56 + e->sense_len);
+			d[56] = e->status;              /* COPY COMMAND STATUS */
+			put_be16(d + 58, e->sense_len);
+			memcpy(d + 60, e->sense, e->sense_len);
+			len = 60u + e->sense_len;
+		} else {
+			/* running, or completed without error: nothing held */
+			put_be32(d, 0);
+			len = 4;
+		}
+	}
+	pthread_mutex_unlock(&v->xc_lock);
+	scsi_datain(cmd, d, len);
+	return SR_OK;
+}
+
+enum sense_reason xcopy_parse_receive_copy_results(struct scsi_cmd *cmd)
+{
+	scsi_set_alloc(cmd, get_be32(cmd->cdb + 10), 64 + SCSI_SENSE_BUF);
+	cmd->execute = rcr_exec;
+	return SR_OK;
+}
+
+/* --- Third-party Copy VPD page (SPC-4 7.8.17) --- */
+
+uint32_t xcopy_vpd_tpc(const struct scsi_lun *lun, uint8_t *d)
+{
+	uint32_t off = 4;
+
+	(void)lun;
+	/* Supported Commands (0001h): EXTENDED COPY(LID1); RECEIVE COPY
+	 * STATUS, OPERATING PARAMETERS, FAILED SEGMENT DETAILS */
+	put_be16(d + off, 0x0001);
+	put_be16(d + off + 2, 12);
+	d[off + 4] = 7;                     /* COMMANDS SUPPORTED LIST LENGTH */
+	d[off + 5] = 0x83; d[off + 6] = 1; d[off + 7] = 0x00;
+	d[off + 8] = 0x84; d[off + 9] = 3; d[off + 10] = 0x00; d[off + 11] = 0x03;
+	d[off + 12] = 0x04;
+	off += 16;                          /* 4 + 12, padded to 4 */
+	/* Parameter Data (0004h) */
+	put_be16(d + off, 0x0004);
+	put_be16(d + off + 2, 0x1c);
+	put_be16(d + off + 8, XCOPY_MAX_TARGET_DESC);
+	put_be16(d + off + 10, XCOPY_MAX_SEGMENT_DESC);
+	put_be32(d + off + 12, XCOPY_MAX_DESC_LIST_LEN);
+	put_be32(d + off + 16, 0);          /* MAXIMUM INLINE DATA LENGTH */
+	off += 32;
+	/* Supported Descriptors (0008h): block -> block, identification CSCD */
+	put_be16(d + off, 0x0008);
+	put_be16(d + off + 2, 4);
+	d[off + 4] = 2;
+	d[off + 5] = 0x02;
+	d[off + 6] = 0xe4;
+	off += 8;
+	/* Supported CSCD Descriptor IDs (000Ch): none */
+	put_be16(d + off, 0x000c);
+	put_be16(d + off + 2, 4);
+	off += 8;
+	/* General Copy Operations (8001h) */
+	put_be16(d + off, 0x8001);
+	put_be16(d + off + 2, 0x20);
+	put_be32(d + off + 4, XCOPY_MAX_CONCURRENT);   /* TOTAL CONCURRENT COPIES */
+	put_be32(d + off + 8, XCOPY_MAX_CONCURRENT);   /* MAXIMUM IDENTIFIED CONCURRENT COPIES */
+	put_be32(d + off + 12, XCOPY_MAX_SEGMENT_BYTES);
+	d[off + 16] = 9;                    /* DATA SEGMENT GRANULARITY 2^9 */
+	d[off + 17] = 0;                    /* INLINE DATA GRANULARITY */
+	off += 36;
+	put_be16(d + 2, (uint16_t)(off - 4));
+	return off;
+}
