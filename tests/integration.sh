@@ -289,7 +289,7 @@ default_mode() {
 	dport=$(free_port) || return 1
 	start_daemon "$dport" --state-dir "$state" --listen "127.0.0.1:$dport" || return 1
 	url=iscsi://127.0.0.1:$dport/iqn.2026-11.org.targetd:default/0
-	grep -q -F "$url" "$TD_DAEMON_LOG" || { echo "the daemon did not print $url:"; cat "$TD_DAEMON_LOG"; stop_daemon; return 1; }
+	wait_log "$url" || { echo "the daemon did not print $url:"; cat "$TD_DAEMON_LOG"; stop_daemon; return 1; }
 	[ -f "$state/lun0.img" ] || { echo "no lun0.img in the state directory"; stop_daemon; return 1; }
 	"$ITEST" readcap "$url" 1073741824 512 || { stop_daemon; return 1; }
 	"$ITEST" login "$url" || { stop_daemon; return 1; }

@@ -196,6 +196,19 @@ stop_daemon() {
 	return 0
 }
 
+# wait_log PATTERN [SECONDS]: wait until the daemon's log has a line with
+# the fixed string PATTERN (the daemon may accept connections a moment
+# before it prints its start-up lines).
+wait_log() {
+	local pat=$1 t=${2:-10} i
+	[ "$TARGETD_VALGRIND" = 1 ] && t=$((t * 6))
+	for ((i = 0; i < t * 10; i++)); do
+		grep -q -F -e "$pat" "$TD_DAEMON_LOG" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # daemon_alive: the daemon started by start_daemon is still running.
 daemon_alive() {
 	[ -n "$TD_DAEMON_PID" ] && kill -0 "$TD_DAEMON_PID" 2>/dev/null
