@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -1007,6 +1008,96 @@ static void conf_root_metrics(struct conf_ctx *x, const config_setting_t *s, con
 	c->metrics_listen = conf_xstrdup(v);
 }
 
+/* portal_groups = ( { tpgt = 1; state = "active/optimized"; preferred = true; }, ... ) */
+static void conf_root_portal_groups(struct conf_ctx *x, const config_setting_t *s,
+				    const char *key, void *obj)
+{
+	static const struct {
+		const char *name;
+		enum conf_alua_state st;
+	} states[] = {
+		{ "active/optimized", CONF_ALUA_ACTIVE_OPTIMIZED },
+		{ "active/non-optimized", CONF_ALUA_ACTIVE_NON_OPTIMIZED },
+		{ "standby", CONF_ALUA_STANDBY },
+		{ "unavailable", CONF_ALUA_UNAVAILABLE },
+	};
+	struct conf *c = obj;
+	int n;
+
+	if (!conf_is_seq(s)) {
+		conf_err(x, s, key, "must be a list of groups: ( { tpgt = 1; state = \"standby\"; } )");
+		return;
+	}
+	n = config_setting_length(s);
+	c->portal_groups = conf_xcalloc((size_t)n + 1, sizeof(*c->portal_groups));
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		struct conf_portal_group g = { .tpgt = 0, .state = CONF_ALUA_ACTIVE_OPTIMIZED };
+		char ekey[CONF_KEY_MAX];
+		bool ok = true;
+
+		conf_key_idx(ekey, NULL, key, (unsigned)i);
+		if (!conf_is_group(e)) {
+			conf_err(x, e, ekey, "must be a group { tpgt = ...; state = ...; }");
+			continue;
+		}
+		g.line = config_setting_source_line(e);
+		for (int k = 0; k < config_setting_length(e); k++) {
+			const config_setting_t *f = config_setting_get_elem(e, (unsigned)k);
+			const char *fname = config_setting_name(f), *v;
+			char fkey[CONF_KEY_MAX];
+			unsigned j;
+
+			conf_key(fkey, ekey, fname);
+			if (!strcmp(fname, "tpgt")) {
+				if (!conf_get_uint(x, f, fkey, 1, 65535, &g.tpgt))
+					ok = false;
+			} else if (!strcmp(fname, "state")) {
+				if (!conf_get_string(x, f, fkey, &v)) {
+					ok = false;
+					continue;
+				}
+				for (j = 0; j < ARRAY_SIZE(states); j++)
+					if (!strcasecmp(v, states[j].name))
+						break;
+				if (j == ARRAY_SIZE(states)) {
+					conf_err(x, f, fkey, "\"%s\" is not active/optimized, "
+						 "active/non-optimized, standby or unavailable", v);
+					ok = false;
+				} else {
+					g.state = states[j].st;
+				}
+			} else if (!strcmp(fname, "preferred")) {
+				if (config_setting_type(f) != CONFIG_TYPE_BOOL) {
+					conf_err(x, f, fkey, "must be true or false");
+					ok = false;
+				} else {
+					g.preferred = config_setting_get_bool(f);
+				}
+			} else {
+				conf_err(x, f, fkey, "unknown key");
+				ok = false;
+			}
+		}
+		if (!config_setting_get_member(e, "tpgt")) {
+			char tkey[CONF_KEY_MAX];
+
+			conf_key(tkey, ekey, "tpgt");
+			conf_err(x, e, tkey, "missing");
+			ok = false;
+		}
+		for (unsigned j = 0; ok && j < c->n_portal_groups; j++) {
+			if (c->portal_groups[j].tpgt == g.tpgt) {
+				conf_err(x, e, ekey, "tpgt %u is already described (line %d)",
+					 g.tpgt, c->portal_groups[j].line);
+				ok = false;
+			}
+		}
+		if (ok)
+			c->portal_groups[c->n_portal_groups++] = g;
+	}
+}
+
 static const struct conf_field conf_root_fields[] = {
 	{ "listen", CONF_K_FUNC, 0, 0, 0, conf_root_listen },
 	{ "threads", CONF_K_UINT, offsetof(struct conf, threads), 0, 1024, NULL },
@@ -1025,6 +1116,7 @@ static const struct conf_field conf_root_fields[] = {
 	{ "max_outstanding_r2t", CONF_K_UINT, offsetof(struct conf, max_outstanding_r2t), 1, 65535, NULL },
 	{ "io_uring", CONF_K_BOOL, offsetof(struct conf, use_io_uring), 0, 0, NULL },
 	{ "metrics_listen", CONF_K_FUNC, 0, 0, 0, conf_root_metrics },
+	{ "portal_groups", CONF_K_FUNC, 0, 0, 0, conf_root_portal_groups },
 	{ "targets", CONF_K_FUNC, 0, 0, 0, conf_root_targets },
 };
 
@@ -1063,6 +1155,21 @@ static void conf_parse_root(struct conf_ctx *x, const config_setting_t *root, st
 	conf_walk(x, root, NULL, conf_root_fields, ARRAY_SIZE(conf_root_fields), c);
 	if (!config_setting_get_member(root, "listen"))
 		conf_default_listen(c);
+	/* every described portal group needs a portal */
+	for (unsigned i = 0; i < c->n_portal_groups; i++) {
+		unsigned j;
+
+		for (j = 0; j < c->n_listen; j++)
+			if (c->listen[j].tpgt == c->portal_groups[i].tpgt)
+				break;
+		if (j == c->n_listen) {
+			char key[CONF_KEY_MAX];
+
+			conf_key_idx(key, NULL, "portal_groups", i);
+			conf_err(x, config_setting_get_member(root, "portal_groups"), key,
+				 "no listen address has tpgt %u", c->portal_groups[i].tpgt);
+		}
+	}
 	if (!config_setting_get_member(root, "targets"))
 		conf_err(x, NULL, "targets", "missing: at least one target is required");
 
@@ -1265,5 +1372,6 @@ void conf_free(struct conf *c)
 	free(c->state_dir);
 	free(c->control_socket);
 	free(c->metrics_listen);
+	free(c->portal_groups);
 	memset(c, 0, sizeof(*c));
 }

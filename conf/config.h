@@ -52,6 +52,21 @@ struct conf_listen {
 	unsigned tpgt;          /* target portal group tag (1 default) */
 };
 
+/* A target portal group (the portals whose listen entries carry its tpgt):
+ * one SCSI target port and one ALUA target port group. */
+enum conf_alua_state {
+	CONF_ALUA_ACTIVE_OPTIMIZED = 0,
+	CONF_ALUA_ACTIVE_NON_OPTIMIZED = 1,
+	CONF_ALUA_STANDBY = 2,
+	CONF_ALUA_UNAVAILABLE = 3,
+};
+struct conf_portal_group {
+	unsigned tpgt;
+	enum conf_alua_state state;  /* default active/optimized */
+	bool preferred;              /* RTPG PREF bit */
+	int line;
+};
+
 struct conf {
 	char *file;             /* name used in messages ("<embedded>" for default) */
 	struct conf_listen *listen;
@@ -73,6 +88,9 @@ struct conf {
 	struct conf_target *targets;
 	unsigned n_targets;
 	char *metrics_listen;   /* "address:port" of the metrics endpoint; NULL = off */
+	struct conf_portal_group *portal_groups; /* ALUA states per tpgt; groups not
+	                                          * listed are active/optimized */
+	unsigned n_portal_groups;
 };
 
 /* Collected errors, each "FILE:LINE: message" (or "FILE: message"). */

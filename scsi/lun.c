@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "scsi/scsi_int.h"
+#include "scsi/pr.h"
 #include "scsi/vaai.h"
 #include "scsi/stats.h"
 
@@ -140,6 +141,12 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	atomic_init(&lun->tpc, false);
 	if (scsi_stats_lun_init(lun))
 		log_warn("LUN %u: no memory for statistics", lun->id);
+	if (pr_lun_init(lun)) {
+		scsi_lun_destroy(lun);
+		return -ENOMEM;
+	}
+	if (t->priv_alua)
+		lun->tpgs = 0x3;      /* implicit and explicit ALUA */
 	/* range lock, EXTENDED COPY results (scsi/vaai.c) */
 	if (vaai_lun_init(lun)) {
 		scsi_lun_destroy(lun);
@@ -155,6 +162,7 @@ void scsi_lun_destroy(struct scsi_lun *lun)
 		return;
 	scsi_stats_lun_free(lun);
 	vaai_lun_fini(lun);
+	pr_lun_free(lun);
 	pthread_mutex_destroy(&lun->lock);
 	free(lun);
 }
@@ -170,6 +178,7 @@ void scsi_target_init(struct scsi_target *t, const char *name, uint16_t id)
 
 void scsi_target_destroy(struct scsi_target *t)
 {
+	alua_target_free(t);
 	pthread_mutex_destroy(&t->lock);
 }
 
@@ -208,6 +217,8 @@ void scsi_nexus_detach(struct scsi_nexus *n)
 	pthread_mutex_lock(&t->lock);
 	list_del(&n->target_link);
 	pthread_mutex_unlock(&t->lock);
+	/* SPC-2 7.21: I_T nexus loss releases its SPC-2 reservations */
+	pr_nexus_loss(t, n);
 	for (i = 0; i < SCSI_MAX_LUNS; i++) {
 		uint32_t bit = 1u << (i % 32);
 
@@ -287,6 +298,7 @@ void scsi_lun_reset(struct scsi_lun *lun, const struct scsi_nexus *by)
 {
 	(void)by;
 	lun_release_prevent(lun->target, lun);
+	pr_lun_reset(lun);     /* SPC-2 5.5.1: releases the SPC-2 reservation */
 	scsi_ua_establish(lun->target, lun->id, UA_LUN_RESET, NULL);
 }
 
@@ -308,6 +320,7 @@ void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool 
 		if (!lun)
 			continue;
 		lun_release_prevent(t, lun);
+		pr_lun_reset(lun);
 		if (cold) {
 			pthread_mutex_lock(&lun->lock);
 			scsi_mode_defaults(&lun->mode);

@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "scsi/scsi_int.h"
+#include "scsi/pr.h"
 #include "scsi/vaai.h"
 
 #define LBA4 0xff, 0xff, 0xff, 0xff
@@ -275,22 +276,86 @@ static const struct scsi_opcode op_read_defect12 = {
 	.parse = sbc_parse_read_defect, .flags = OPF_MEDIUM,
 };
 
+/* --- reservations (scsi/pr.c) and target port groups (scsi/alua.c) --- */
+static const struct scsi_opcode op_reserve6 = {
+	.opcode = 0x16, .name = "RESERVE(6)", .cdb_len = 6,
+	.usage = { 0x16, 0, 0, 0, 0, 0 },
+	.parse = pr_parse_reserve,
+};
+static const struct scsi_opcode op_release6 = {
+	.opcode = 0x17, .name = "RELEASE(6)", .cdb_len = 6,
+	.usage = { 0x17, 0, 0, 0, 0, 0 },
+	.parse = pr_parse_release,
+};
+static const struct scsi_opcode op_reserve10 = {
+	.opcode = 0x56, .name = "RESERVE(10)", .cdb_len = 10,
+	.usage = { 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	.parse = pr_parse_reserve,
+};
+static const struct scsi_opcode op_release10 = {
+	.opcode = 0x57, .name = "RELEASE(10)", .cdb_len = 10,
+	.usage = { 0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	.parse = pr_parse_release,
+};
+#define OP_PRIN(var, sa, nm) \
+	static const struct scsi_opcode var = { \
+		.opcode = 0x5e, .service_action = sa, .has_sa = true, \
+		.name = "PERSISTENT RESERVE IN " nm, .cdb_len = 10, \
+		.usage = { 0x5e, sa, 0, 0, 0, 0, 0, 0xff, 0xff, 0 }, \
+		.parse = pr_parse_in, \
+	}
+OP_PRIN(op_prin_read_keys, 0x00, "READ KEYS");
+OP_PRIN(op_prin_read_resv, 0x01, "READ RESERVATION");
+OP_PRIN(op_prin_report_caps, 0x02, "REPORT CAPABILITIES");
+OP_PRIN(op_prin_full_status, 0x03, "READ FULL STATUS");
+#define OP_PROUT(var, sa, nm) \
+	static const struct scsi_opcode var = { \
+		.opcode = 0x5f, .service_action = sa, .has_sa = true, \
+		.name = "PERSISTENT RESERVE OUT " nm, .cdb_len = 10, \
+		.usage = { 0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0 }, \
+		.parse = pr_parse_out, \
+	}
+OP_PROUT(op_prout_register, 0x00, "REGISTER");
+OP_PROUT(op_prout_reserve, 0x01, "RESERVE");
+OP_PROUT(op_prout_release, 0x02, "RELEASE");
+OP_PROUT(op_prout_clear, 0x03, "CLEAR");
+OP_PROUT(op_prout_preempt, 0x04, "PREEMPT");
+OP_PROUT(op_prout_preempt_abort, 0x05, "PREEMPT AND ABORT");
+OP_PROUT(op_prout_register_ignore, 0x06, "REGISTER AND IGNORE EXISTING KEY");
+OP_PROUT(op_prout_register_move, 0x07, "REGISTER AND MOVE");
+static const struct scsi_opcode op_rtpg = {
+	.opcode = 0xa3, .service_action = 0x0a, .has_sa = true,
+	.name = "REPORT TARGET PORT GROUPS", .cdb_len = 12,
+	.usage = { 0xa3, 0xea, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = alua_parse_rtpg, .flags = OPF_CONFLICT_OK,
+};
+static const struct scsi_opcode op_stpg = {
+	.opcode = 0xa4, .service_action = 0x0a, .has_sa = true,
+	.name = "SET TARGET PORT GROUPS", .cdb_len = 12,
+	.usage = { 0xa4, 0x0a, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	.parse = alua_parse_stpg,
+};
+
 /* Every entry, by opcode then service action (REPORT SUPPORTED OPERATION
  * CODES lists them in this order). */
 const struct scsi_opcode *const scsi_opcodes[] = {
 	&op_tur, &op_request_sense, &op_read6, &op_write6, &op_inquiry,
-	&op_mode_select6, &op_mode_sense6, &op_start_stop, &op_prevent_allow,
+	&op_mode_select6, &op_reserve6, &op_release6, &op_mode_sense6, &op_start_stop, &op_prevent_allow,
 	&op_read_capacity10, &op_read10, &op_write10, &op_write_verify10,
 	&op_verify10, &op_prefetch10, &op_sync_cache10, &op_read_defect10,
 	&op_write_same10, &op_unmap,
 	&op_sanitize_overwrite, &op_sanitize_exit,
-	&op_mode_select10, &op_mode_sense10,
+	&op_mode_select10, &op_reserve10, &op_release10, &op_mode_sense10,
+	&op_prin_read_keys, &op_prin_read_resv, &op_prin_report_caps, &op_prin_full_status,
+	&op_prout_register, &op_prout_reserve, &op_prout_release, &op_prout_clear,
+	&op_prout_preempt, &op_prout_preempt_abort, &op_prout_register_ignore,
+	&op_prout_register_move,
 	&op_extended_copy, &op_rcr_status, &op_rcr_op_params, &op_rcr_failed,
 	&op_read16, &op_compare_and_write, &op_write16, &op_orwrite16,
 	&op_write_verify16, &op_verify16,
 	&op_prefetch16, &op_sync_cache16, &op_write_same16, &op_read_capacity16,
 	&op_get_lba_status,
-	&op_report_luns, &op_rsoc, &op_rstmf,
+	&op_report_luns, &op_rtpg, &op_rsoc, &op_rstmf, &op_stpg,
 	&op_read12, &op_write12, &op_write_verify12, &op_verify12,
 	&op_read_defect12,
 };
@@ -314,11 +379,29 @@ static const struct scsi_opcode *const sa_receive_copy[32] = {
 	[0x04] = &op_rcr_failed,
 };
 static const struct scsi_opcode *const sa_maintenance_in[32] = {
+	[0x0a] = &op_rtpg,
 	[0x0c] = &op_rsoc,
 	[0x0d] = &op_rstmf,
 };
 
+static const struct scsi_opcode *const sa_maintenance_out[32] = {
+	[0x0a] = &op_stpg,
+};
+static const struct scsi_opcode *const sa_prin[32] = {
+	[0x00] = &op_prin_read_keys, [0x01] = &op_prin_read_resv,
+	[0x02] = &op_prin_report_caps, [0x03] = &op_prin_full_status,
+};
+static const struct scsi_opcode *const sa_prout[32] = {
+	[0x00] = &op_prout_register, [0x01] = &op_prout_reserve,
+	[0x02] = &op_prout_release, [0x03] = &op_prout_clear,
+	[0x04] = &op_prout_preempt, [0x05] = &op_prout_preempt_abort,
+	[0x06] = &op_prout_register_ignore, [0x07] = &op_prout_register_move,
+};
+
 static const struct scsi_opcode *const *const sa_index[256] = {
+	[0x5e] = sa_prin,
+	[0x5f] = sa_prout,
+	[0xa4] = sa_maintenance_out,
 	[0x48] = sa_sanitize,
 	[0x83] = sa_extended_copy,
 	[0x84] = sa_receive_copy,
@@ -329,6 +412,8 @@ static const struct scsi_opcode *const *const sa_index[256] = {
 static const struct scsi_opcode *const op_index[256] = {
 	[0x00] = &op_tur, [0x03] = &op_request_sense, [0x08] = &op_read6,
 	[0x0a] = &op_write6, [0x12] = &op_inquiry, [0x15] = &op_mode_select6,
+	[0x16] = &op_reserve6, [0x17] = &op_release6, [0x56] = &op_reserve10,
+	[0x57] = &op_release10,
 	[0x1a] = &op_mode_sense6, [0x1b] = &op_start_stop,
 	[0x1e] = &op_prevent_allow, [0x25] = &op_read_capacity10,
 	[0x28] = &op_read10, [0x2a] = &op_write10, [0x2e] = &op_write_verify10,

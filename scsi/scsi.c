@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include "scsi/scsi_int.h"
+#include "scsi/pr.h"
 #include "scsi/vaai.h"
 #include "scsi/stats.h"
 
@@ -201,6 +202,15 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	r = scsi_check_reserved(cmd, op);
 	if (r)
 		goto fail;
+	if (lun) {
+		/* SPC-4 5.15.2.4: the access state of the target port group;
+		 * SPC-4 5.13.1 / SBC-4 4.17: reservation conflicts */
+		r = alua_check(cmd);
+		if (!r)
+			r = pr_check(cmd);
+		if (r)
+			goto fail;
+	}
 	if (lun) {
 		r = scsi_check_medium(cmd, op);
 		if (r)

@@ -246,6 +246,7 @@ struct scsi_target {
 	struct scsi_lun *luns[SCSI_MAX_LUNS]; /* NULL where no LUN; set before sessions start */
 	pthread_mutex_t lock;              /* nexus_list */
 	struct list_head nexus_list;
+	void *priv_alua;                   /* target port groups (scsi/alua.c) */
 };
 
 /* CDB usage map and handler for one opcode (or opcode + service action). */

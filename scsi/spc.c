@@ -160,6 +160,13 @@ static uint32_t vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 	put_be16(rtp, 0);
 	put_be16(rtp + 2, n->rel_tport_id ? n->rel_tport_id : 1);
 	off += vpd_desig(d + off, 0x50 | 0x01, 0x80 | 0x10 | 0x04, rtp, 4);
+	if (lun->tpgs) {
+		/* target port group (SPC-4 7.8.6.7): PIV, target port, type 5;
+		 * one group per portal group tag (scsi/alua.c) */
+		put_be16(rtp, 0);
+		put_be16(rtp + 2, n->tpgt);
+		off += vpd_desig(d + off, 0x50 | 0x01, 0x80 | 0x10 | 0x05, rtp, 4);
+	}
 	/* target device name: PIV, target device, SCSI name string */
 	off += vpd_name(d + off, 0x80 | 0x20 | 0x08, lun->target->name);
 	put_be16(d + 2, (uint16_t)(off - 4));

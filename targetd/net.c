@@ -176,6 +176,11 @@ struct net_call {
 	unsigned left;
 };
 
+void net_async(struct net_thread *t, struct net_async *a, uint64_t arg)
+{
+	net_send(t, MSG_ASYNC, -1, a, arg);
+}
+
 void net_call_all(net_call_fn fn, void *arg)
 {
 	struct net_call nc = { .fn = fn, .arg = arg, .left = n_threads };
@@ -228,6 +233,11 @@ static void thread_messages(struct net_thread *t)
 		case MSG_STOP:
 			t->stopping = true;
 			break;
+		case MSG_ASYNC: {
+			struct net_async *a = m->ptr;
+			a->fn(t, a, m->arg);
+			break;
+		}
 		case MSG_CALL: {
 			struct net_call *nc = m->ptr;
 			nc->fn(t, nc->arg);

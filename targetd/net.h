@@ -28,6 +28,7 @@ enum net_msg_type {
 	MSG_CLOSE_SESSION,  /* reinstatement / reset: close every connection */
 	MSG_STOP,
 	MSG_CALL,           /* run ptr (net_call_fn) with the message on this thread */
+	MSG_ASYNC,          /* run ptr (struct net_async) here, nobody waits */
 };
 
 struct net_msg {
@@ -77,5 +78,11 @@ void net_synchronize(void);
  * this way). Not from a network thread. */
 typedef void (*net_call_fn)(struct net_thread *t, void *arg);
 void net_call_all(net_call_fn fn, void *arg);
+/* Run a->fn(thread, a, arg) on thread t, asynchronously (from any thread,
+ * network threads included). a stays the caller's: fn may free it. */
+struct net_async {
+	void (*fn)(struct net_thread *t, struct net_async *a, uint64_t arg);
+};
+void net_async(struct net_thread *t, struct net_async *a, uint64_t arg);
 
 #endif

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 #include "backstore/backstore.h"
+#include "scsi/pr.h"
+#include "targetd/conn.h"
 #include "targetd/target.h"
 
 struct targetd_runtime *rt;
@@ -19,6 +21,47 @@ static char *xstrdup(const char *s)
 }
 
 static pthread_rwlock_t target_acl_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Where APTPL reservation state lives (conf state_dir). */
+static const char *target_pr_dir;
+
+/* SPC-4 5.15: one ALUA target port group per portal group tag, in the
+ * state the configuration gives it (active/optimized otherwise). */
+static int target_alua_init(struct targetd_runtime *r, struct iscsi_target *t)
+{
+	struct alua_group_conf g[ALUA_MAX_GROUPS];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < r->n_portals; i++) {
+		uint16_t tpgt = r->portals[i].tpgt;
+		unsigned k;
+
+		for (k = 0; k < n && g[k].tpgt != tpgt; k++)
+			;
+		if (k < n)
+			continue;
+		if (n == ALUA_MAX_GROUPS) {
+			log_err("more than %u portal groups", ALUA_MAX_GROUPS);
+			return -1;
+		}
+		g[n].tpgt = tpgt;
+		g[n].state = ALUA_ACTIVE_OPTIMIZED;
+		g[n].preferred = false;
+		for (k = 0; r->conf && k < r->conf->n_portal_groups; k++) {
+			const struct conf_portal_group *pg = &r->conf->portal_groups[k];
+
+			if (pg->tpgt == tpgt) {
+				g[n].state = (enum alua_state)pg->state;
+				g[n].preferred = pg->preferred;
+			}
+		}
+		n++;
+	}
+	if (n && alua_target_init(&t->st, g, n)) {
+		log_err("target %s: cannot set up the target port groups", t->iqn);
+		return -1;
+	}
+	return 0;
+}
 
 void target_acl_wrlock(void) { pthread_rwlock_wrlock(&target_acl_lock); }
 void target_acl_unlock(void) { pthread_rwlock_unlock(&target_acl_lock); }
@@ -67,6 +110,14 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		backstore_close(bs);
 		return -1;
 	}
+	/* APTPL persistent reservations: a damaged state file stops the
+	 * start rather than dropping registrations */
+	if (pr_lun_load(lun, target_pr_dir, err, sizeof(err))) {
+		log_err("target %s LUN %u: %s", t->iqn, cl->lun, err);
+		scsi_lun_destroy(lun);
+		backstore_close(bs);
+		return -1;
+	}
 	*out = lun;
 	return 0;
 }
@@ -100,6 +151,8 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 	r->limits.allow_crc32c = true;
 	r->limits.require_crc32c = false;
 
+	target_pr_dir = c->state_dir;
+	pr_set_abort_handler(iscsi_pr_abort);
 	r->portals = calloc(c->n_listen, sizeof(*r->portals));
 	/* Room for targets added by reload: a session keeps a pointer to its
 	 * target, so the array never moves. */
@@ -144,6 +197,8 @@ int target_add(struct targetd_runtime *r, const struct conf_target *ct)
 			t->chap_mutual_secret = xstrdup(ct->chap->mutual_secret);
 		}
 		scsi_target_init(&t->st, t->iqn, (uint16_t)i);
+		if (target_alua_init(r, t))
+			return -1;
 		__atomic_store_n(&r->n_targets, i + 1, __ATOMIC_RELEASE);
 		for (unsigned k = 0; k < ct->n_luns; k++)
 			if (target_lun_build(t, &ct->luns[k]))

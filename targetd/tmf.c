@@ -86,6 +86,22 @@ void iscsi_session_abort_all(struct iscsi_session *s)
 			abort_task(&s->tasks[i], NULL);
 }
 
+unsigned iscsi_session_abort_lun(struct iscsi_session *s, uint64_t lun)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->n_tasks; i++) {
+		struct iscsi_task *x = &s->tasks[i];
+
+		if (x->state != TASK_FREE && x->state != TASK_ABORTED &&
+		    x->state != TASK_RESPOND && task_on_lun(x, lun)) {
+			abort_task(x, NULL);
+			n++;
+		}
+	}
+	return n;
+}
+
 void iscsi_tmf_rx(struct iscsi_conn *c)
 {
 	struct iscsi_session *s = c->sess;

@@ -1,0 +1,66 @@
+/*
+ * Private to scsi/pr.c and scsi/pr_file.c: the per-LUN reservation state.
+ */
+#ifndef SCSI_PR_INT_H
+#define SCSI_PR_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "scsi/pr.h"
+
+/* Longest initiator port name kept: "iqn...,i,0x" + 12 hex digits. */
+#define PR_PORT_MAX 300
+
+/*
+ * One registration (SPC-4 5.13.5): a reservation key for an I_T nexus,
+ * named by its initiator port and its relative target port identifier, so
+ * that it outlives the nexus (a reconnecting initiator port finds its
+ * registration again, and an APTPL registration survives a restart).
+ */
+struct pr_reg {
+	uint64_t key;
+	uint16_t rtpi;          /* relative target port identifier */
+	bool all_tg_pt;         /* registered through every target port */
+	bool name_only;         /* TransportID format 00b: every port of the initiator */
+	char port[PR_PORT_MAX]; /* "iqn,i,0x<ISID>" or, name_only, "iqn" */
+};
+
+/* pr_lun.active bits: what the lock-free fast path of pr_check() reads. */
+#define PR_ACT_SPC2 0x1u     /* an SPC-2 reservation is held */
+#define PR_ACT_PR   0x2u     /* a persistent reservation is held */
+
+struct pr_lun {
+	pthread_mutex_t lock;
+	_Atomic unsigned active;
+	uint32_t generation;    /* PRGENERATION */
+	struct pr_reg *regs;
+	unsigned n, cap;
+	bool resv;              /* a persistent reservation exists */
+	uint8_t type;           /* its TYPE (enum pr_type) */
+	uint8_t scope;          /* LU_SCOPE (0) */
+	int holder;             /* index in regs; -1 for the all-registrants types */
+	bool spc2;              /* SPC-2 reservation */
+	uint64_t spc2_nexus;    /* its holder (scsi_nexus.id) */
+	bool aptpl;             /* activate persist through power loss */
+	char *path;             /* APTPL state file; NULL: no state directory */
+};
+
+static inline bool pr_type_all_reg(uint8_t type)
+{
+	return type == PR_TYPE_WE_AR || type == PR_TYPE_EA_AR;
+}
+
+static inline bool pr_type_valid(uint8_t type)
+{
+	return type == PR_TYPE_WE || type == PR_TYPE_EA || type == PR_TYPE_WE_RO ||
+	       type == PR_TYPE_EA_RO || type == PR_TYPE_WE_AR || type == PR_TYPE_EA_AR;
+}
+
+/* pr_file.c: the APTPL state file. */
+int pr_file_save(const struct pr_lun *p, char *err, size_t errlen);
+int pr_file_remove(const struct pr_lun *p, char *err, size_t errlen);
+int pr_file_load(struct pr_lun *p, char *err, size_t errlen);
+
+#endif
