@@ -15,6 +15,7 @@
 #include "tests/check_suites.h"
 #include "scsi/scsi.h"
 #include "scsi/pr.h"
+#include "conf/config.h"
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
 #include "targetd/util.h"
@@ -816,6 +817,53 @@ START_TEST(test_alua)
 }
 END_TEST
 
+/* --- configuration: portal_groups --- */
+
+#define PG_BASE "listen = ( { address = \"127.0.0.1:3260\"; tpgt = 1; }, " \
+	"{ address = \"127.0.0.1:3261\"; tpgt = 2; } );\n" \
+	"targets = ( { iqn = \"iqn.2026-01.org.example:t\"; luns = ( { lun = 0; " \
+	"backstore = \"memory\"; size = \"1M\"; } ); } );\n"
+
+static int pg_load(const char *groups, struct conf *c, struct conf_errors *e)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), PG_BASE "%s", groups);
+	return conf_load_string_opts(c, text, "t.conf", CONF_NO_PATH_CHECKS, e);
+}
+
+START_TEST(test_conf_portal_groups)
+{
+	struct conf c;
+	struct conf_errors e;
+
+	ck_assert_int_eq(pg_load("portal_groups = ( { tpgt = 2; state = \"standby\"; }, "
+				 "{ tpgt = 1; state = \"active/optimized\"; preferred = true; } );",
+				 &c, &e), 0);
+	ck_assert_uint_eq(c.n_portal_groups, 2);
+	ck_assert_uint_eq(c.portal_groups[0].tpgt, 2);
+	ck_assert_int_eq(c.portal_groups[0].state, CONF_ALUA_STANDBY);
+	ck_assert(!c.portal_groups[0].preferred);
+	ck_assert_int_eq(c.portal_groups[1].state, CONF_ALUA_ACTIVE_OPTIMIZED);
+	ck_assert(c.portal_groups[1].preferred);
+	conf_free(&c);
+
+	/* an unknown state, a tag without portals, a tag described twice */
+	ck_assert_int_eq(pg_load("portal_groups = ( { tpgt = 1; state = \"sleepy\"; } );", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msgs[0], "portal_groups[0].state"));
+	conf_errors_free(&e);
+	ck_assert_int_eq(pg_load("portal_groups = ( { tpgt = 7; state = \"standby\"; } );", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msgs[0], "no listen address has tpgt 7"));
+	conf_errors_free(&e);
+	ck_assert_int_eq(pg_load("portal_groups = ( { tpgt = 1; }, { tpgt = 1; } );", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msgs[0], "already described"));
+	conf_errors_free(&e);
+	ck_assert_int_eq(pg_load("portal_groups = ( { state = \"standby\"; } );", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msgs[0], "tpgt: missing"));
+	conf_errors_free(&e);
+}
+END_TEST
+
 Suite *pr_suite(void)
 {
 	Suite *s = suite_create("pr");
@@ -833,6 +881,7 @@ Suite *pr_suite(void)
 	tcase_add_test(tc, test_register_and_move);
 	tcase_add_test(tc, test_aptpl_round_trip);
 	tcase_add_test(tc, test_alua);
+	tcase_add_test(tc, test_conf_portal_groups);
 	suite_add_tcase(s, tc);
 	return s;
 }
