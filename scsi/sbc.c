@@ -132,9 +132,10 @@ static enum sense_reason sbc_exec_read_capacity16(struct scsi_cmd *cmd)
 	memset(d, 0, sizeof(d));
 	put_be64(d, scsi_lun_nblocks(cmd->lun) - 1);
 	put_be32(d + 8, cmd->lun->block_size);
-	/* d[13]: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT 0
+	/* d[13]: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (scsi/vaai.c);
 	 * d[14]: LBPME (0x80) and LBPRZ (0x40) with logical block
-	 * provisioning (scsi/vaai.c); LOWEST ALIGNED LOGICAL BLOCK ADDRESS 0 */
+	 * provisioning; LOWEST ALIGNED LOGICAL BLOCK ADDRESS 0 */
+	d[13] = vaai_lbppb_exp(cmd->lun);
 	if (vaai_lbp(cmd->lun))
 		d[14] = (uint8_t)(0x80 | (cmd->lun->bs->discard_zeroes ? 0x40 : 0));
 	scsi_datain(cmd, d, sizeof(d));

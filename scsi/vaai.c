@@ -31,7 +31,10 @@
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <linux/fs.h>
 #include "scsi/vaai.h"
 #include "backstore/io_engine.h"
 
@@ -39,12 +42,38 @@
 int xcopy_lun_init(struct vaai_lun *v);
 void xcopy_lun_fini(struct vaai_lun *v);
 
+/* log2(physical block / logical block); 0 when not larger. */
+static uint8_t vaai_phys_exp(const struct scsi_lun *lun)
+{
+	unsigned phys = 4096;          /* a page: memory LUNs, and the default */
+	struct backstore *bs = lun->bs;
+	struct stat st;
+	uint8_t e = 0;
+
+	if (bs && bs->fd >= 0) {
+		if (bs->is_blockdev) {
+			unsigned pb = 0;
+
+			if (ioctl(bs->fd, BLKPBSZGET, &pb) == 0 && pb)
+				phys = pb;
+		} else if (fstat(bs->fd, &st) == 0 && st.st_blksize > 0) {
+			phys = (unsigned)st.st_blksize;
+		}
+	}
+	if (phys & (phys - 1) || phys > (1u << 20))
+		return 0;
+	while ((lun->block_size << e) < phys && e < 15)
+		e++;
+	return e;
+}
+
 int vaai_lun_init(struct scsi_lun *lun)
 {
 	struct vaai_lun *v = calloc(1, sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
+	v->lbppb_exp = vaai_phys_exp(lun);
 	rangelock_init(&v->rl);
 	if (xcopy_lun_init(v) < 0) {
 		rangelock_destroy(&v->rl);
@@ -596,7 +625,7 @@ enum sense_reason vaai_parse_get_lba_status(struct scsi_cmd *cmd)
 /* SBC-4 6.6.4 Block Limits: the VAAI fields. */
 void vaai_vpd_block_limits(const struct scsi_lun *lun, uint8_t *d)
 {
-	uint32_t gran = MAX(4096u, lun->block_size) >> lun->block_shift;
+	uint32_t gran = 1u << vaai_lbppb_exp(lun);     /* one physical block */
 
 	d[5] = VAAI_CAW_MAX_BLOCKS;                    /* MAXIMUM COMPARE AND WRITE LENGTH */
 	if (vaai_lbp(lun)) {

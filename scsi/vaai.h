@@ -42,6 +42,7 @@ struct vaai_lun {
 	struct xcopy_held *held;              /* XCOPY_HELD_RESULTS entries */
 	unsigned held_next;
 	_Atomic unsigned xc_active;           /* EXTENDED COPY commands running */
+	uint8_t lbppb_exp;                    /* logical blocks per physical block, log2 */
 };
 
 int vaai_lun_init(struct scsi_lun *lun);
@@ -69,6 +70,15 @@ static inline void scsi_rl_unlock(struct scsi_cmd *cmd)
 {
 	if (cmd->rl.state == RL_HELD)
 		rangelock_release(&cmd->rl);
+}
+
+/* READ CAPACITY(16) LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT: the
+ * backstore's unit of allocation and caching (the filesystem block of a
+ * file, the page of a memory LUN, the physical block of a device) over the
+ * logical block size. */
+static inline uint8_t vaai_lbppb_exp(const struct scsi_lun *lun)
+{
+	return ((const struct vaai_lun *)lun->priv_vaai)->lbppb_exp;
 }
 
 /* Logical block provisioning is offered (thin LUN with a backstore that
