@@ -586,6 +586,9 @@ int reload_config(struct reload_report *rep)
 			rep_add(rep, "target %s added", p.added[i]->iqn);
 	}
 	note_global_changes(conf_running, nc, rep);
+	/* ALUA states of the portal groups (portal_groups) */
+	if (target_alua_reload(rt, nc))
+		rep_add(rep, "portal group states changed (see the log)");
 	old_alloc = conf_allocated;
 	rt->conf = nc;
 	conf_running = nc;

@@ -63,6 +63,35 @@ static int target_alua_init(struct targetd_runtime *r, struct iscsi_target *t)
 	return 0;
 }
 
+/* Reload: bring every target's port groups to the states nc gives them
+ * (active/optimized for groups it does not list). A changed group
+ * establishes ASYMMETRIC ACCESS STATE CHANGED for every session. Returns how
+ * many group states changed. */
+unsigned target_alua_reload(struct targetd_runtime *r, const struct conf *nc)
+{
+	unsigned n = __atomic_load_n(&r->n_targets, __ATOMIC_ACQUIRE), changed = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct iscsi_target *t = &r->targets[i];
+
+		for (unsigned k = 0; k < r->n_portals; k++) {
+			uint16_t tpgt = r->portals[k].tpgt;
+			enum alua_state st = ALUA_ACTIVE_OPTIMIZED;
+
+			for (unsigned j = 0; j < nc->n_portal_groups; j++)
+				if (nc->portal_groups[j].tpgt == tpgt)
+					st = (enum alua_state)nc->portal_groups[j].state;
+			if (alua_get_state(&t->st, tpgt) != st &&
+			    !alua_set_state(&t->st, tpgt, st, NULL)) {
+				log_info("target %s: portal group %u now %s", t->iqn, tpgt,
+					 alua_state_name(st));
+				changed++;
+			}
+		}
+	}
+	return changed;
+}
+
 void target_acl_wrlock(void) { pthread_rwlock_wrlock(&target_acl_lock); }
 void target_acl_unlock(void) { pthread_rwlock_unlock(&target_acl_lock); }
 

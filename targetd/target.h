@@ -67,6 +67,9 @@ int target_lun_build(struct iscsi_target *t, const struct conf_lun *cl);
 int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct scsi_lun **out);
 /* ACL and CHAP settings are read under this lock (logins) and changed
  * under it by reload. */
+/* Reload: apply nc's portal_groups states (ALUA) to every target; returns
+ * how many group states changed. */
+unsigned target_alua_reload(struct targetd_runtime *r, const struct conf *nc);
 void target_acl_wrlock(void);
 void target_acl_unlock(void);
 bool target_initiator_allowed(const struct iscsi_target *t, const char *initiator);

@@ -153,6 +153,20 @@ run_test "SET TARGET PORT GROUPS: group 2 active/non-optimized" \
 	"$PRTEST" stpg "$URL1" "$URL2" 2 an
 run_test "RTPG after SET TARGET PORT GROUPS" "$PRTEST" rtpg "$URL2" "1:ao:p,2:an"
 run_test "the path of group 2 accepts media access again" "$PRTEST" active "$URL2"
+# a reload that changes portal_groups reaches the running sessions
+write_pr_conf unavailable
+kill -HUP "$TD_DAEMON_PID"
+reloaded() {
+	local i
+	for i in $(seq 1 50); do
+		grep -q "portal group 2 now unavailable" "$TD_DAEMON_LOG" && return 0
+		sleep 0.1
+	done
+	cat "$TD_DAEMON_LOG"
+	return 1
+}
+run_test "SIGHUP reload applies portal_groups" reloaded
+run_test "RTPG after the reload" "$PRTEST" rtpg "$URL1" "1:ao:p,2:u"
 stop_daemon
 
 td_summary
