@@ -457,20 +457,65 @@ static void note_global_changes(const struct conf *o, const struct conf *n, stru
 #undef GLOBAL
 }
 
-static void set_target_auth(struct iscsi_target *t, const struct conf_target *ct)
+/* CHAP strings replaced by a reload: a login on a network thread may be
+ * reading the old ones, so they are freed after net_synchronize(). */
+struct stale_strings {
+	char **v;
+	unsigned n;
+};
+
+static void stale_add(struct stale_strings *st, char *p)
 {
-	free(t->chap_user);
-	free(t->chap_secret);
-	free(t->chap_mutual_user);
-	free(t->chap_mutual_secret);
-	t->chap_user = t->chap_secret = t->chap_mutual_user = t->chap_mutual_secret = NULL;
-	t->chap = ct && ct->chap;
-	if (t->chap) {
-		t->chap_user = ct->chap->user ? strdup(ct->chap->user) : NULL;
-		t->chap_secret = ct->chap->secret ? strdup(ct->chap->secret) : NULL;
-		t->chap_mutual_user = ct->chap->mutual_user ? strdup(ct->chap->mutual_user) : NULL;
-		t->chap_mutual_secret = ct->chap->mutual_secret ? strdup(ct->chap->mutual_secret) : NULL;
+	char **n;
+
+	if (!p)
+		return;
+	n = realloc(st->v, (st->n + 1) * sizeof(*n));
+	if (!n)
+		return;   /* leaked rather than freed under a reader */
+	st->v = n;
+	st->v[st->n++] = p;
+}
+
+static void stale_free(struct stale_strings *st)
+{
+	for (unsigned i = 0; i < st->n; i++)
+		free(st->v[i]);
+	free(st->v);
+	st->v = NULL;
+	st->n = 0;
+}
+
+/* Replace one credential. A login in progress may have decided to use
+ * CHAP under the old settings and read these pointers in a later PDU: a
+ * credential is never set to NULL once it existed (the old string stays
+ * until a new one replaces it), and replaced strings are freed only after
+ * net_synchronize(). */
+static void swap_cred(char **slot, const char *v, struct stale_strings *stale)
+{
+	char *n;
+
+	if (!v || (*slot && !strcmp(*slot, v)))
+		return;
+	n = strdup(v);
+	if (!n)
+		return;
+	stale_add(stale, *slot);
+	__atomic_store_n(slot, n, __ATOMIC_RELEASE);
+}
+
+static void set_target_auth(struct iscsi_target *t, const struct conf_target *ct,
+			    struct stale_strings *stale)
+{
+	const struct conf_chap *c = ct ? ct->chap : NULL;
+
+	if (c) {
+		swap_cred(&t->chap_user, c->user, stale);
+		swap_cred(&t->chap_secret, c->secret, stale);
+		swap_cred(&t->chap_mutual_user, c->mutual_user, stale);
+		swap_cred(&t->chap_mutual_secret, c->mutual_secret, stale);
 	}
+	__atomic_store_n(&t->chap, c != NULL, __ATOMIC_RELEASE);
 }
 
 int reload_config(struct reload_report *rep)
@@ -479,6 +524,7 @@ int reload_config(struct reload_report *rep)
 	struct conf_errors errs = { 0 };
 	struct plan p = { 0 };
 	struct conf *old_alloc;
+	struct stale_strings stale = { 0 };
 	uint64_t deadline;
 	int rc = -1;
 
@@ -562,7 +608,7 @@ int reload_config(struct reload_report *rep)
 		t->has_acl = ct->has_acl || ct->n_initiators;
 		snprintf(t->alias, sizeof(t->alias), "%s", ct->alias ? ct->alias : "");
 		if (ot && !chap_equal(ot->chap, ct->chap)) {
-			set_target_auth(t, ct);
+			set_target_auth(t, ct, &stale);
 			rep_add(rep, "target %s: CHAP settings changed (new logins)", t->iqn);
 		}
 		if (ot && !acl_equal(ot, ct))
@@ -615,6 +661,7 @@ int reload_config(struct reload_report *rep)
 		conf_free(old_alloc);
 		free(old_alloc);
 	}
+	stale_free(&stale);
 	__atomic_add_fetch(&reloads, 1, __ATOMIC_RELAXED);
 	if (!rep->n)
 		rep_add(rep, "no change");

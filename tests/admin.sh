@@ -32,6 +32,7 @@ metrics_listen = "127.0.0.1:$MPORT";
 nop_interval = 0;
 targets = (
   { iqn = "$IQN";
+    $2
     luns = (
       { lun = 0; backstore = "file"; path = "$TD_TMP/lun0.img"; size = "64M"; },
       { lun = 4; backstore = "file"; path = "$TD_TMP/lun4.img"; size = "16M"; }
@@ -277,12 +278,16 @@ case_reload_invalid() {
 	local before after
 	before=$(CTL luns --json)
 	cp "$CONF" "$CONF.good"
-	echo 'targets = ( { iqn = "not an iqn"; luns = ( { lun = 999; } ); } );' >>"$CONF"
+	# valid syntax, two semantic errors (a LUN number out of range, a
+	# backstore type that does not exist)
+	write_admin_conf ', { lun = 999; backstore = "memory"; size = "4M"; },
+      { lun = 7; backstore = "tape"; size = "4M"; }'
 	if CTL reload >"$TD_TMP/bad.out" 2>&1; then
 		echo "an invalid configuration was accepted"; cp "$CONF.good" "$CONF"; return 1
 	fi
 	cat "$TD_TMP/bad.out"
-	grep -q "refused" "$TD_TMP/bad.out" && grep -q "targetd.conf:" "$TD_TMP/bad.out" || return 1
+	grep -q "refused" "$TD_TMP/bad.out" || return 1
+	[ "$(grep -c "targetd.conf:[0-9]*:" "$TD_TMP/bad.out")" -ge 2 ] || { echo "not every error reported"; return 1; }
 	after=$(CTL luns --json)
 	cp "$CONF.good" "$CONF"
 	[ "$before" = "$after" ] || { echo "the running configuration changed"; return 1; }
@@ -302,6 +307,31 @@ case_sighup() {
 	return 1
 }
 run_test "SIGHUP reloads the configuration" case_sighup
+
+KEEP_LUNS=', { lun = 2; backstore = "file"; path = "'"$TD_TMP"'/lun2.img"; size = "48M"; },
+      { lun = 5; backstore = "memory"; size = "4M"; }, { lun = 6; backstore = "memory"; size = "4M"; }'
+case_acl() {
+	local rc=0 keep drop out=$TD_TMP/acl.out
+	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/4" 5 iqn.2026-11.org.targetd:keep >"$TD_TMP/keep.log" 2>&1 &
+	keep=$!
+	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 5 iqn.2026-11.org.targetd:drop >"$TD_TMP/drop.log" 2>&1 &
+	drop=$!
+	sleep 1
+	write_admin_conf "$KEEP_LUNS" 'initiators = [ "iqn.2026-11.org.targetd:keep" ];'
+	CTL reload >"$out" || rc=1
+	cat "$out"
+	grep -q "initiator ACL changed" "$out" && grep -q "1 sessions of initiators no longer allowed closed" "$out" || rc=1
+	wait "$keep" || { echo "the allowed session was disturbed:"; cat "$TD_TMP/keep.log"; rc=1; }
+	if wait "$drop"; then
+		echo "the session of the initiator no longer allowed kept running"; rc=1
+	fi
+	CTL targets --json | python3 -c 'import json,sys; t=json.load(sys.stdin)[0]; sys.exit(0 if t["initiators"] == ["iqn.2026-11.org.targetd:keep"] else t)' || rc=1
+	if "$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 0.1 iqn.2026-11.org.targetd:drop >/dev/null 2>&1; then
+		echo "a login of an initiator not allowed succeeded"; rc=1
+	fi
+	return $rc
+}
+run_test "reload of an initiator ACL closes only the sessions no longer allowed" case_acl
 
 run_here "daemon stops cleanly" stop_daemon
 td_summary

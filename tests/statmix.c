@@ -13,7 +13,7 @@
  *       (INVALID COMMAND OPERATION CODE) is listed in "unavailable" and its
  *       derived counters are not claimed.
  *
- *   statmix io URL SECONDS
+ *   statmix io URL SECONDS [INITIATOR]
  *       Writes a pattern, reads it back and compares, for SECONDS. A UNIT
  *       ATTENTION is retried (what initiators do); any other failure, or a
  *       data mismatch, exits 1. Prints "io ok: N commands, U unit attentions".
@@ -56,6 +56,8 @@ static void open_conn(struct conn *c, const char *url_s, const char *initiator)
 	iscsi_set_targetname(c->iscsi, url->target);
 	iscsi_set_session_type(c->iscsi, ISCSI_SESSION_NORMAL);
 	iscsi_set_header_digest(c->iscsi, ISCSI_HEADER_DIGEST_NONE);
+	/* a lost session must show, not be hidden by a silent re-login */
+	iscsi_set_noautoreconnect(c->iscsi, 1);
 	if (iscsi_full_connect_sync(c->iscsi, url->portal, url->lun)) {
 		fprintf(stderr, "statmix: login to %s failed: %s\n", url_s, iscsi_get_error(c->iscsi));
 		exit(2);
@@ -387,14 +389,14 @@ static struct scsi_task *io_retry(struct conn *c, bool write, uint64_t lba, uint
 	exit(1);
 }
 
-static int cmd_io(const char *url, double seconds)
+static int cmd_io(const char *url, double seconds, const char *initiator)
 {
 	struct conn c;
 	uint8_t buf[16 * BS];
 	struct timespec t0, now;
 	unsigned long n = 0;
 
-	open_conn(&c, url, "iqn.2026-11.org.targetd:statmix-io");
+	open_conn(&c, url, initiator ? initiator : "iqn.2026-11.org.targetd:statmix-io");
 	clear_ua(&c);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -428,8 +430,8 @@ int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "mix"))
 		return cmd_mix(argv[2], argc >= 5 && !strcmp(argv[3], "--reset-cmd") ? argv[4] : NULL);
-	if (argc == 4 && !strcmp(argv[1], "io"))
-		return cmd_io(argv[2], atof(argv[3]));
-	fprintf(stderr, "usage: statmix mix URL [--reset-cmd CMD] | statmix io URL SECONDS\n");
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "io"))
+		return cmd_io(argv[2], atof(argv[3]), argc == 5 ? argv[4] : NULL);
+	fprintf(stderr, "usage: statmix mix URL [--reset-cmd CMD] | statmix io URL SECONDS [INITIATOR]\n");
 	return 2;
 }
