@@ -13,6 +13,7 @@ int main(void)
 	srunner_add_suite(sr, params_suite());
 	srunner_add_suite(sr, pdu_suite());
 	srunner_add_suite(sr, scsi_suite());
+	srunner_add_suite(sr, vaai_suite());
 	srunner_add_suite(sr, pr_suite());
 	srunner_add_suite(sr, backstore_suite());
 	srunner_run_all(sr, CK_NORMAL);

@@ -435,7 +435,7 @@ START_TEST(test_inquiry_standard)
 	ck_assert_uint_eq(buf[2], 0x06);
 	ck_assert_uint_eq(buf[3], 0x12);
 	ck_assert_uint_eq(buf[4], len - 5);
-	ck_assert_uint_eq(buf[5] & 0x08, 0);     /* no 3PC yet */
+	ck_assert_uint_eq(buf[5] & 0x08, 0x08);  /* 3PC: EXTENDED COPY (scsi/xcopy.c) */
 	ck_assert_uint_eq(buf[7], 0x02);
 	ck_assert(memcmp(buf + 8, "TARGETD ", 8) == 0);
 	ck_assert(memcmp(buf + 16, "VIRTUAL-DISK    ", 16) == 0);
@@ -543,8 +543,8 @@ START_TEST(test_vpd_pages)
 	vpd(&r, 0, 0xb0, 255);
 	ck_assert_uint_eq(get_be16(buf + 2), 0x3c);
 	ck_assert_uint_eq(get_be32(buf + 8), (8u << 20) / 512);
-	ck_assert_uint_eq(buf[5], 0);                 /* no CAW */
-	ck_assert_uint_eq(get_be32(buf + 20), 0);     /* no UNMAP */
+	ck_assert_uint_eq(buf[5], 255);               /* MAXIMUM COMPARE AND WRITE LENGTH */
+	ck_assert_uint_eq(get_be32(buf + 20), 0);     /* thick LUN: no UNMAP */
 	vpd(&r, 3, 0xb0, 255);
 	ck_assert_uint_eq(get_be32(buf + 8), (8u << 20) / 4096);
 	vpd(&r, 0, 0xb1, 255);

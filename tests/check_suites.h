@@ -9,6 +9,7 @@ Suite *chap_suite(void);
 Suite *params_suite(void);
 Suite *pdu_suite(void);
 Suite *scsi_suite(void);
+Suite *vaai_suite(void);
 Suite *pr_suite(void);
 Suite *backstore_suite(void);
 
