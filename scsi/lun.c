@@ -320,7 +320,10 @@ void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool 
 		if (!lun)
 			continue;
 		lun_release_prevent(t, lun);
-		pr_lun_reset(lun);
+		if (cold)
+			pr_lun_power_on(lun);
+		else
+			pr_lun_reset(lun);
 		if (cold) {
 			pthread_mutex_lock(&lun->lock);
 			scsi_mode_defaults(&lun->mode);

@@ -403,6 +403,26 @@ void pr_lun_reset(struct scsi_lun *lun)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* SPC-4 5.13.4: without APTPL, registrations and the reservation do not
+ * survive a power on; with it they stay as the state file has them. */
+void pr_lun_power_on(struct scsi_lun *lun)
+{
+	struct pr_lun *p = lun->priv_pr;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->spc2 = false;
+	if (!p->aptpl) {
+		p->n = 0;
+		p->resv = false;
+		p->holder = -1;
+		p->generation = 0;
+	}
+	pr_publish(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* --- RESERVE / RELEASE (SPC-2 7.21, 7.24; SPC-4 5.13.3) ---------------- */
 
 static enum sense_reason pr_exec_reserve(struct scsi_cmd *cmd)

@@ -59,6 +59,10 @@ void pr_nexus_loss(struct scsi_target *t, const struct scsi_nexus *n);
 /* LOGICAL UNIT RESET / target reset: releases the SPC-2 reservation
  * (persistent reservations survive resets, SPC-4 5.13.1). */
 void pr_lun_reset(struct scsi_lun *lun);
+/* TARGET COLD RESET, a power on (RFC 7143 11.5.1): also drops the
+ * persistent reservation state unless APTPL keeps it (SPC-4 5.13.4),
+ * and PRGENERATION starts again from zero. */
+void pr_lun_power_on(struct scsi_lun *lun);
 
 /*
  * PREEMPT AND ABORT: the transport aborts the tasks of other I_T nexuses.

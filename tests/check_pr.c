@@ -351,6 +351,16 @@ START_TEST(test_spc2_released_by_events)
 	pr_get_status(lun, &st);
 	ck_assert(st.pr_held);
 	ck_assert_uint_eq(st.n_regs, 1);
+	/* and a target warm reset; a cold reset (power on) ends them without
+	 * APTPL */
+	scsi_target_reset(&tgt, &nx[A], false);
+	pr_get_status(lun, &st);
+	ck_assert(st.pr_held);
+	scsi_target_reset(&tgt, &nx[A], true);
+	pr_get_status(lun, &st);
+	ck_assert(!st.pr_held);
+	ck_assert_uint_eq(st.n_regs, 0);
+	ck_assert_uint_eq(st.generation, 0);
 }
 END_TEST
 
