@@ -183,8 +183,21 @@ void iscsi_task_free(struct iscsi_task *t)
 	struct iscsi_conn *c = t->conn;
 
 	scsi_stats_release(&t->cmd);   /* the LUN may be freed by a reload now */
+	struct list_head *pos;
+
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
+	/* A connection may be in the middle of receiving this task's data
+	 * (a TMF or an abort from another connection of the session): the
+	 * rest of that PDU goes to scratch. */
+	list_for_each(pos, &s->conns) {
+		struct iscsi_conn *o = list_entry(pos, struct iscsi_conn, sess_link);
+		if (o->rx_task == t) {
+			o->rx_task = NULL;
+			o->rx_data = NULL;
+			o->rx_keep = 0;
+		}
+	}
 	if (!list_empty(&t->tx.link))
 		list_del(&t->tx.link);
 	if (t->bb) {

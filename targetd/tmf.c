@@ -95,19 +95,7 @@ unsigned iscsi_session_abort_lun(struct iscsi_session *s, uint64_t lun)
 
 		if (x->state != TASK_FREE && x->state != TASK_ABORTED &&
 		    x->state != TASK_RESPOND && task_on_lun(x, lun)) {
-			struct list_head *pos;
-
-			/* a connection may be in the middle of receiving this
-			 * task's data: the rest of that PDU goes to scratch */
-			list_for_each(pos, &s->conns) {
-				struct iscsi_conn *c = list_entry(pos, struct iscsi_conn, sess_link);
-
-				if (c->rx_task == x) {
-					c->rx_task = NULL;
-					c->rx_data = NULL;
-					c->rx_keep = 0;
-				}
-			}
+			/* iscsi_task_free() redirects a half-received Data-Out */
 			abort_task(x, NULL);
 			n++;
 		}
