@@ -19,9 +19,11 @@
  * sees end-of-file and returns.
  *
  * Output: one line,
- *   tcp-stream: msgs N seconds S msgs/s R MiB/s B
- * where msgs/s is comparable to iscsi-perf's "iops" for 1 MiB reads and
- * MiB/s counts payload bytes only (2^20 bytes per MiB, as iscsi-perf does).
+ *   tcp-stream: msgs N seconds S msgs/s R MiB/s B sender-cpu% X receiver-cpu% Y
+ * where msgs/s is comparable to iscsi-perf's "iops" for 1 MiB reads,
+ * MiB/s counts payload bytes only (2^20 bytes per MiB, as iscsi-perf does)
+ * and the CPU figures are each thread's CPU time over the wall time, in
+ * percent of one CPU: the side near 100 % is the one that limits the rate.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,14 +55,26 @@ struct ts_server {
 	size_t size;
 	int rc;
 	uint64_t answered;
+	double cpu_start, cpu_end;  /* the server thread's CPU seconds */
 };
 
-static double ts_now(void)
+static double ts_clock(clockid_t id)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(id, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static double ts_now(void)
+{
+	return ts_clock(CLOCK_MONOTONIC);
+}
+
+/* CPU seconds the calling thread has used. */
+static double ts_thread_cpu(void)
+{
+	return ts_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* ts_read_full: read exactly len bytes; 0 on success, 1 on a clean EOF
@@ -138,6 +152,7 @@ static void *ts_server_main(void *arg)
 		return NULL;
 	}
 	ts_nodelay(fd);
+	s->cpu_start = ts_thread_cpu();
 	memset(hdr, 0, sizeof(hdr));
 	hdr[0] = 0x25; /* looks like a SCSI Data-In, for anyone watching with tcpdump */
 	for (;;) {
@@ -158,6 +173,7 @@ static void *ts_server_main(void *arg)
 		}
 		s->answered++;
 	}
+	s->cpu_end = ts_thread_cpu();
 	s->rc = 0;
 out:
 	close(fd);
@@ -256,7 +272,7 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 	uint64_t received = 0, sent = 0;
 	unsigned inflight = 0;
-	double t0, t1, deadline;
+	double t0, t1, deadline, cpu0, cpu1;
 	int fd, rc;
 
 	rc = ts_parse(argc, argv, &o);
@@ -291,6 +307,7 @@ int main(int argc, char **argv)
 	ts_nodelay(fd);
 
 	t0 = ts_now();
+	cpu0 = ts_thread_cpu();
 	deadline = t0 + o.seconds;
 	rc = 0;
 	for (; inflight < o.depth; inflight++)
@@ -321,6 +338,7 @@ int main(int argc, char **argv)
 		}
 	}
 	t1 = ts_now();
+	cpu1 = ts_thread_cpu();
 	shutdown(fd, SHUT_WR);
 	pthread_join(tid, NULL);
 	close(fd);
@@ -328,8 +346,11 @@ int main(int argc, char **argv)
 	free(buf);
 	if (rc || srv.rc)
 		return 1;
-	printf("tcp-stream: msgs %llu seconds %.3f msgs/s %.1f MiB/s %.1f\n",
+	printf("tcp-stream: msgs %llu seconds %.3f msgs/s %.1f MiB/s %.1f "
+	       "sender-cpu%% %.0f receiver-cpu%% %.0f\n",
 	       (unsigned long long)received, t1 - t0, (double)received / (t1 - t0),
-	       (double)received * (double)o.size / (t1 - t0) / 1048576.0);
+	       (double)received * (double)o.size / (t1 - t0) / 1048576.0,
+	       100.0 * (srv.cpu_end - srv.cpu_start) / (t1 - t0),
+	       100.0 * (cpu1 - cpu0) / (t1 - t0));
 	return 0;
 }
