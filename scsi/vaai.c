@@ -535,7 +535,7 @@ static enum sense_reason vaai_exec_unmap(struct scsi_cmd *cmd)
 		}
 		total += cnt;
 	}
-	if (total > (VAAI_UNMAP_MAX_BYTES >> cmd->lun->block_shift))
+	if (total > vaai_unmap_max_blocks(cmd->lun))
 		return scsi_invalid_param(cmd, 8, -1);
 	cmd->nblocks = ndesc;
 	cmd->progress = 0;
@@ -629,8 +629,7 @@ void vaai_vpd_block_limits(const struct scsi_lun *lun, uint8_t *d)
 
 	d[5] = VAAI_CAW_MAX_BLOCKS;                    /* MAXIMUM COMPARE AND WRITE LENGTH */
 	if (vaai_lbp(lun)) {
-		put_be32(d + 20, (uint32_t)MIN(VAAI_UNMAP_MAX_BYTES >> lun->block_shift,
-					       0xfffffffeull)); /* MAXIMUM UNMAP LBA COUNT */
+		put_be32(d + 20, vaai_unmap_max_blocks(lun));   /* MAXIMUM UNMAP LBA COUNT */
 		put_be32(d + 24, VAAI_UNMAP_MAX_DESC);  /* MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT */
 		put_be32(d + 28, gran);                 /* OPTIMAL UNMAP GRANULARITY */
 		put_be32(d + 32, 0x80000000u);          /* UGAVALID, alignment 0 */

@@ -22,6 +22,16 @@
 /* SBC-4 5.30 UNMAP: descriptors per command; LBAs per command (bytes). */
 #define VAAI_UNMAP_MAX_DESC 256u
 #define VAAI_UNMAP_MAX_BYTES (64ull << 30)
+/* MAXIMUM UNMAP LBA COUNT: the byte limit in blocks, at most 2^20 blocks
+ * (initiators such as libiscsi's conformance suite treat larger explicit
+ * limits as insane; 0xffffffff would promise no limit at all). */
+#define VAAI_UNMAP_MAX_LBAS (1u << 20)
+static inline uint32_t vaai_unmap_max_blocks(const struct scsi_lun *lun)
+{
+	uint64_t n = VAAI_UNMAP_MAX_BYTES >> lun->block_shift;
+
+	return (uint32_t)(n < VAAI_UNMAP_MAX_LBAS ? n : VAAI_UNMAP_MAX_LBAS);
+}
 /* GET LBA STATUS: descriptors per response. */
 #define VAAI_LBA_STATUS_MAX_DESC 128u
 
