@@ -296,6 +296,7 @@ static void *net_thread_main(void *arg)
 			log_err("epoll_wait: %m");
 			break;
 		}
+		bool msgs = false;
 		for (int i = 0; i < n; i++) {
 			int *tag = evs[i].data.ptr;
 			switch (*tag) {
@@ -305,12 +306,15 @@ static void *net_thread_main(void *arg)
 			case TAG_ENGINE:
 				break;   /* polled below */
 			case TAG_MSG:
-				thread_messages(t);
+				msgs = true;   /* after the batch: a message may free a
+						* connection that has an event below */
 				break;
 			default:
 				break;
 			}
 		}
+		if (msgs)
+			thread_messages(t);
 		io_engine_poll(t->eng);
 		if (t->now_ms - last_tick >= 1000) {
 			struct list_head *pos, *tmp;
