@@ -1087,6 +1087,13 @@ void iscsi_task_respond(struct iscsi_task *t)
 	struct scsi_cmd *cmd = &t->cmd;
 
 	scsi_stats_cmd_done(cmd);
+	t->sess->stat_cmds++;
+	if (cmd->status != SAM_STAT_GOOD)
+		t->sess->stat_not_good++;
+	else if (cmd->dir == SCSI_DIR_READ)
+		t->sess->stat_in_bytes += cmd->data_len;
+	else if (cmd->dir == SCSI_DIR_WRITE)
+		t->sess->stat_out_bytes += cmd->buf_len;
 	if (t->conn->dead) {
 		iscsi_task_free(t);
 		return;

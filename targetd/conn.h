@@ -159,6 +159,8 @@ struct iscsi_session {
 	bool registered;
 	bool closing;
 	unsigned refs;                 /* connections + pending TMF */
+	/* Statistics (owning thread only; targetctl sessions reads them there). */
+	uint64_t stat_cmds, stat_not_good, stat_in_bytes, stat_out_bytes;
 };
 
 enum conn_state {

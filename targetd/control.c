@@ -488,6 +488,16 @@ static void sessions_on_thread(struct net_thread *t, void *arg)
 		}
 		jadd(o, "connections", conns);
 		jadd(o, "parameters", params_json(&s->params));
+		{
+			struct json_object *st = json_object_new_object();
+
+			/* read here, on the thread that writes them */
+			jadd(st, "commands", ju64(s->stat_cmds));
+			jadd(st, "not_good", ju64(s->stat_not_good));
+			jadd(st, "data_in_bytes", ju64(s->stat_in_bytes));
+			jadd(st, "data_out_bytes", ju64(s->stat_out_bytes));
+			jadd(o, "statistics", st);
+		}
 		json_object_array_add(mine, o);
 	}
 	pthread_mutex_lock(&sc->lock);

@@ -237,7 +237,9 @@ ss = [s for s in json.load(sys.stdin) if s["initiator"].endswith("statmix-io")]
 s = ss[0]
 assert s["target"] == sys.argv[1] and s["tsih"] > 0 and s["isid"].startswith("0x"), s
 assert s["connections"][0]["portal"] == "127.0.0.1", s
-assert s["parameters"]["MaxBurstLength"] > 0, s' "$IQN" || rc=1
+assert s["parameters"]["MaxBurstLength"] > 0, s
+st = s["statistics"]
+assert st["commands"] > 0 and st["data_in_bytes"] > 0 and st["data_out_bytes"] > 0, st' "$IQN" || rc=1
 	CTL sessions | grep -q "statmix-io" || rc=1
 	wait "$io" || rc=1
 	return $rc

@@ -274,7 +274,11 @@ static void show_sessions(struct json_object *r)
 		printf("  parameters:");
 		json_object_object_foreach(p, key, val)
 			printf(" %s=%s", key, json_object_get_string(val));
-		printf("\n");
+		printf("\n  statistics: %llu commands (%llu not GOOD), %llu bytes in, %llu bytes out\n",
+		       (unsigned long long)getu(s, "statistics.commands"),
+		       (unsigned long long)getu(s, "statistics.not_good"),
+		       (unsigned long long)getu(s, "statistics.data_in_bytes"),
+		       (unsigned long long)getu(s, "statistics.data_out_bytes"));
 	}
 }
 
