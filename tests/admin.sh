@@ -199,6 +199,32 @@ EOF
 }
 run_test "targetctl status, targets, luns; unknown LUN; socket mode 0600; protocol version" case_info
 
+case_tmf() {
+	CTL stats --reset >/dev/null || return 1
+	"$ITEST" tmf "iscsi://127.0.0.1:$PORT/$IQN/0" || return 1
+	CTL stats "$IQN" 0 --json >"$TD_TMP/tmf.json" || return 1
+	metrics >"$TD_TMP/tmf.txt" || return 1
+	python3 - "$TD_TMP/tmf.json" "$TD_TMP/tmf.txt" <<'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+l, g = d["luns"][0], d["global"]["task_management"]
+f = l["task_management"]["by_function"]
+prom = open(sys.argv[2]).read()
+def m(fn):
+    x = re.search(r'^targetd_task_management_total\{function="%s"\} (\d+)$' % fn, prom, re.M)
+    return int(x.group(1)) if x else None
+print(f, g, l["task_management"]["aborts"], l["unit_attentions"])
+assert f.get("ABORT TASK", 0) >= 2 and f.get("ABORT TASK SET", 0) >= 1, f
+assert f.get("LOGICAL UNIT RESET") == 1, f
+assert l["task_management"]["aborts"] >= 1, l["task_management"]
+# process-wide counts include functions addressed to no LUN
+for fn in ("ABORT TASK", "ABORT TASK SET", "LOGICAL UNIT RESET"):
+    assert g.get(fn, 0) >= f.get(fn, 0) and m(fn) == g.get(fn, 0), (fn, f, g)
+assert l["unit_attentions"] >= 1, l["unit_attentions"]   # the reset's 29/03
+EOF
+}
+run_test "task management functions, aborts and unit attentions are counted" case_tmf
+
 # --- top under tmux, with I/O running ---------------------------------------
 case_top() {
 	local sess=targetd-admin-$$ out=$TD_TMP/top.txt rc=0 i
