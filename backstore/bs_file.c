@@ -3,7 +3,7 @@
  *
  * READ/WRITE/FLUSH go through the owner's io_uring (the worker pool without
  * one). WRITE_ZEROES, DISCARD and COPY run on the worker pool: fallocate
- * modes with their fallbacks and copy_file_range are blocking calls.
+ * modes with their fallbacks and reflinks (FICLONERANGE) are blocking calls.
  *
  *  WRITE_ZEROES  fallocate(ZERO_RANGE|KEEP_SIZE): zeroes, blocks allocated;
  *                else PUNCH_HOLE then allocate; else write zero buffers.

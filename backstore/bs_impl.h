@@ -46,7 +46,7 @@ static inline void bs_complete(struct io_engine *eng, struct bs_io *io, int64_t 
 }
 
 /* Worker-pool function: BS_OP_COPY between any two backstores (file,
- * block, memory), copy_file_range first, then a bounce buffer. */
+ * block, memory): a reflink (FICLONERANGE) first, then a bounce buffer. */
 void backstore_copy_work(struct bs_io *io);
 
 /* Write len zero bytes at offset on fd (the slow fallback). 0 or -errno. */

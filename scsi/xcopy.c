@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "scsi/vaai.h"
+#include "scsi/stats.h"
 #include "backstore/io_engine.h"
 
 /* COPY MANAGER STATUS (SPC-4 6.18.3) */
@@ -61,6 +62,8 @@ struct xcopy_job {
 	uint64_t chunk;                   /* bytes of the request in flight */
 	struct xcopy_held *held;          /* NULL: results not held */
 	uint64_t held_seq;                /* to find it again safely */
+	unsigned nluns;                   /* other LUNs held (scsi/stats.h) */
+	struct scsi_lun *luns[XCOPY_MAX_TARGET_DESC];
 	struct xcopy_seg seg[XCOPY_MAX_SEGMENT_DESC];
 };
 
@@ -191,18 +194,29 @@ static void xcopy_progress(struct scsi_cmd *cmd, struct xcopy_job *job)
 
 /* --- EXTENDED COPY (LID1) (SPC-4 6.4) --- */
 
+/* The end of every EXTENDED COPY that got a job: result (already set)
+ * held for RECEIVE COPY RESULTS, statistics, the other LUNs let go. */
+static void xcopy_end(struct scsi_cmd *cmd, struct xcopy_job *job)
+{
+	bool hold = ((cmd->buf[1] >> 3) & 3) == 0;   /* LIST ID USAGE 00b */
+	unsigned i;
+
+	xcopy_settle(cmd, job, hold);
+	/* what was really copied, also when a segment failed half way */
+	if (cmd->status == SAM_STAT_GOOD || job->total)
+		scsi_stats_xcopy(cmd, job->cur, job->total);
+	for (i = 0; i < job->nluns; i++)
+		scsi_stats_lun_put(job->luns[i]);
+	atomic_fetch_sub(&xcopy_vaai(cmd)->xc_active, 1);
+	scsi_hpriv_free(cmd);
+}
+
 static void xcopy_finish(struct scsi_cmd *cmd, enum sense_reason r)
 {
-	struct xcopy_job *job = cmd->hpriv;
-	bool hold = ((cmd->buf[1] >> 3) & 3) == 0;   /* LIST ID USAGE 00b */
-
 	scsi_rl_unlock(cmd);
 	/* the result first, so the held copy of it is what the initiator sees */
 	scsi_cmd_set_result(cmd, r);
-	if (job)
-		xcopy_settle(cmd, job, hold);
-	atomic_fetch_sub(&xcopy_vaai(cmd)->xc_active, 1);
-	scsi_hpriv_free(cmd);
+	xcopy_end(cmd, cmd->hpriv);
 	/* result already set: complete without recomputing it */
 	cmd->complete(cmd);
 }
@@ -390,6 +404,18 @@ static enum sense_reason xcopy_parse_list(struct scsi_cmd *cmd, struct xcopy_job
 		cscd[i] = xcopy_find_lun(cmd, d + 4);
 		if (!cscd[i] || !xcopy_lun_ready(cscd[i]))
 			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
+		/* another LUN used across PENDING returns: hold it against a
+		 * reload that removes it (scsi/stats.h) */
+		if (cscd[i] != cmd->lun) {
+			unsigned k;
+
+			for (k = 0; k < job->nluns && job->luns[k] != cscd[i]; k++)
+				;
+			if (k == job->nluns) {
+				scsi_stats_lun_get(cscd[i]);
+				job->luns[job->nluns++] = cscd[i];
+			}
+		}
 		/* SBC-4 6.x block device type specific parameters: DISK BLOCK
 		 * LENGTH must be the LUN's */
 		if (get_be24(d + 29) != cscd[i]->block_size)
@@ -481,14 +507,11 @@ static enum sense_reason xcopy_exec(struct scsi_cmd *cmd)
 	}
 	if (r == SR_PENDING)
 		return SR_PENDING;
-	/* ended now: finish through complete() like the asynchronous path
-	 * would not work here (execute must return the result), so record
-	 * and return */
+	/* ended at once: record the outcome, and return it (execute's
+	 * caller sets it again, the same) */
 	scsi_rl_unlock(cmd);
 	scsi_cmd_set_result(cmd, r);
-	xcopy_settle(cmd, job, ((cmd->buf[1] >> 3) & 3) == 0);
-	atomic_fetch_sub(&xcopy_vaai(cmd)->xc_active, 1);
-	scsi_hpriv_free(cmd);
+	xcopy_end(cmd, job);
 	return r;
 }
 

@@ -26,6 +26,7 @@
  *   atsrace lbastatus URL LBA mapped|deallocated BLOCKS
  *       GET LBA STATUS from LBA must report BLOCKS blocks with that status
  *   atsrace copy URL_A URL_B MIB         EXTENDED COPY of MIB MiB, A to B
+ *   atsrace writeperf URL QD SECONDS     4 KiB random WRITE IOPS (a measurement)
  *   atsrace bench URL_A URL_B MIB
  *       not a test: times EXTENDED COPY of MIB MiB from A to B against a
  *       host-side copy (READ + WRITE), and WRITE SAME zeroing against
@@ -913,10 +914,89 @@ static int cmd_bench(int argc, char **argv)
 	return 0;
 }
 
+/* ------------------------------------------------------------ writeperf */
+
+struct wp {
+	struct ar_conn *c;
+	uint8_t *data;
+	uint64_t ops, seed, span;
+	int inflight;
+	bool stop;
+};
+
+static void wp_issue(struct wp *w);
+
+static void wp_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct wp *w = priv;
+
+	(void)ctx;
+	if (status != SCSI_STATUS_GOOD)
+		ar_fail("WRITE in writeperf: status %d", status);
+	scsi_free_scsi_task(data);
+	w->inflight--;
+	w->ops++;
+	if (!w->stop)
+		wp_issue(w);
+}
+
+static void wp_issue(struct wp *w)
+{
+	uint64_t lba;
+
+	w->seed = w->seed * 6364136223846793005ull + 1442695040888963407ull;
+	lba = ((w->seed >> 20) % w->span) * (4096 / w->c->bs);
+	if (!iscsi_write16_task(w->c->ctx, w->c->lun, lba, w->data, 4096, (int)w->c->bs,
+				0, 0, 0, 0, 0, wp_cb, w))
+		ar_fail("WRITE not queued: %s", iscsi_get_error(w->c->ctx));
+	w->inflight++;
+}
+
+/* 4 KiB random writes at queue depth QD for SECONDS: a measurement of the
+ * plain WRITE path (which takes the LBA range lock), not a test. */
+static int cmd_writeperf(int argc, char **argv)
+{
+	struct ar_conn c;
+	struct wp w;
+	double t0, secs;
+	int qd, i;
+
+	if (argc != 3)
+		ar_fail("usage: writeperf URL QD SECONDS");
+	ar_connect(&c, argv[0]);
+	qd = atoi(argv[1]);
+	secs = atof(argv[2]);
+	memset(&w, 0, sizeof(w));
+	w.c = &c;
+	w.data = malloc(4096);
+	if (!w.data)
+		ar_fail("out of memory");
+	memset(w.data, 0x5a, 4096);
+	w.seed = 42;
+	w.span = MIN(c.nblocks * c.bs / 4096, (uint64_t)(256u << 20) / 4096);
+	for (i = 0; i < qd; i++)
+		wp_issue(&w);
+	t0 = ar_now();
+	while (w.inflight > 0) {
+		struct pollfd pfd = { .fd = iscsi_get_fd(c.ctx), .events = (short)iscsi_which_events(c.ctx) };
+
+		if (!w.stop && ar_now() - t0 >= secs)
+			w.stop = true;
+		if (poll(&pfd, 1, 1000) < 0)
+			ar_fail("poll");
+		if (iscsi_service(c.ctx, pfd.revents) < 0)
+			ar_fail("iscsi_service: %s", iscsi_get_error(c.ctx));
+	}
+	printf("writeperf: 4 KiB random writes, QD %d: %.0f IOPS\n", qd, w.ops / (ar_now() - t0));
+	free(w.data);
+	ar_disconnect(&c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: atsrace race|abort|xcopy|fill|unmap|wsunmap|lbastatus|copy|bench ...\n");
+		fprintf(stderr, "usage: atsrace race|abort|xcopy|fill|unmap|wsunmap|lbastatus|copy|writeperf|bench ...\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "race"))
@@ -933,6 +1013,8 @@ int main(int argc, char **argv)
 		return cmd_wsunmap(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "lbastatus"))
 		return cmd_lbastatus(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "writeperf"))
+		return cmd_writeperf(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "copy"))
 		return cmd_copy(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "bench"))
