@@ -313,7 +313,6 @@ void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool 
 {
 	unsigned i;
 
-	(void)by;
 	for (i = 0; i < SCSI_MAX_LUNS; i++) {
 		struct scsi_lun *lun = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
 
@@ -331,7 +330,10 @@ void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool 
 			pthread_mutex_unlock(&lun->lock);
 		}
 	}
-	scsi_ua_establish_all_luns(t, cold ? UA_POWER_ON : UA_BUS_RESET, NULL);
+	/* The nexus that asked for a warm reset learns of it from the TMF
+	 * response; every other one gets the unit attention. A cold reset
+	 * ends the requester's connections, so its next nexus is new. */
+	scsi_ua_establish_all_luns(t, cold ? UA_POWER_ON : UA_BUS_RESET, cold ? NULL : by);
 }
 
 /* SBC-4 4.x / SPC-4 5.14: CAPACITY DATA HAS CHANGED for every nexus. */

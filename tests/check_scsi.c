@@ -404,11 +404,12 @@ START_TEST(test_ua_resets)
 	scsi_target_reset(&tgt, &nx, false);
 	run_cmd(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
 	expect_sense(&r.cmd, 6, 0x29, 0x02);
+	/* the nexus that asked for the warm reset is told by the TMF response */
+	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	expect_good(&r.cmd);
 	scsi_target_reset(&tgt, &nx, true);
 	run_cmd(&r, &nx, 3, cdb_tur, 6, NULL, 0);
 	expect_sense(&r.cmd, 6, 0x29, 0x00);
-	run_cmd(&r, &nx, 3, cdb_tur, 6, NULL, 0);          /* the warm one is still due */
-	expect_sense(&r.cmd, 6, 0x29, 0x02);
 	run_cmd(&r, &nx, 3, cdb_tur, 6, NULL, 0);
 	expect_good(&r.cmd);
 	scsi_target_set_lun(&tgt, 5, lun1);
