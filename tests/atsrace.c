@@ -21,7 +21,7 @@
  *       URL_OTHER's LUN (another target) must be refused with COPY ABORTED
  *       and copy nothing.
  *   atsrace fill URL LBA BLOCKS          write a pattern (1 MiB writes)
- *   atsrace unmap URL LBA BLOCKS         UNMAP (descriptors of <= 1 GiB)
+ *   atsrace unmap URL LBA BLOCKS         UNMAP within the VPD B0 limits
  *   atsrace wsunmap URL LBA BLOCKS       WRITE SAME(16) UNMAP=1, zero block
  *   atsrace lbastatus URL LBA mapped|deallocated BLOCKS
  *       GET LBA STATUS from LBA must report BLOCKS blocks with that status
@@ -671,27 +671,43 @@ static int cmd_unmap(int argc, char **argv)
 	uint64_t lba, n;
 	struct unmap_list l[64];
 	struct scsi_task *t;
-	int k = 0;
+	struct scsi_inquiry_block_limits *bl;
+	uint64_t max_lbas;
+	uint32_t max_desc, per_desc;
 
 	if (argc != 3)
 		ar_fail("usage: unmap URL LBA BLOCKS");
 	ar_connect(&c, argv[0]);
 	lba = strtoull(argv[1], NULL, 0);
 	n = strtoull(argv[2], NULL, 0);
-	while (n && k < 64) {
-		uint32_t m = (uint32_t)MIN(n, (uint64_t)((1ull << 30) / c.bs));
-
-		l[k].lba = lba;
-		l[k].num = m;
-		lba += m;
-		n -= m;
-		k++;
-	}
-	t = iscsi_unmap_sync(c.ctx, c.lun, 0, 0, l, k);
-	if (!t || t->status != SCSI_STATUS_GOOD)
-		ar_fail("UNMAP: status %d sense %x/%04x", t ? t->status : -1,
-			t ? t->sense.key : 0, t ? t->sense.ascq : 0);
+	/* within the advertised limits (VPD B0), like an initiator */
+	t = iscsi_inquiry_sync(c.ctx, c.lun, 1, 0xb0, 255);
+	if (!t || t->status != SCSI_STATUS_GOOD || !(bl = scsi_datain_unmarshall(t)))
+		ar_fail("INQUIRY VPD B0");
+	max_lbas = bl->max_unmap ? bl->max_unmap : 0xffffffffu;
+	max_desc = bl->max_unmap_bdc ? MIN(bl->max_unmap_bdc, 64u) : 64u;
 	scsi_free_scsi_task(t);
+	per_desc = (uint32_t)MIN(max_lbas, (uint64_t)((1ull << 30) / c.bs));
+	while (n) {
+		uint64_t in_cmd = 0;
+		int k = 0;
+
+		while (n && k < (int)max_desc && in_cmd < max_lbas) {
+			uint32_t m = (uint32_t)MIN(MIN(n, (uint64_t)per_desc), max_lbas - in_cmd);
+
+			l[k].lba = lba;
+			l[k].num = m;
+			lba += m;
+			n -= m;
+			in_cmd += m;
+			k++;
+		}
+		t = iscsi_unmap_sync(c.ctx, c.lun, 0, 0, l, k);
+		if (!t || t->status != SCSI_STATUS_GOOD)
+			ar_fail("UNMAP: status %d sense %x/%04x", t ? t->status : -1,
+				t ? t->sense.key : 0, t ? t->sense.ascq : 0);
+		scsi_free_scsi_task(t);
+	}
 	ar_disconnect(&c);
 	return 0;
 }
