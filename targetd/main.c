@@ -226,11 +226,7 @@ int main(int argc, char **argv)
 		conf_free(&conf);
 		return 1;
 	}
-	if (metrics_start(conf.metrics_listen)) {
-		target_runtime_free(rt);
-		conf_free(&conf);
-		return 1;
-	}
+	reload_init(config_file, &conf);   /* before daemon() changes directory */
 	if (foreground && getenv("NOTIFY_SOCKET")) {
 		/* a systemd service: the journal gets levels through syslog */
 		openlog("targetd", LOG_PID, LOG_DAEMON);
@@ -251,7 +247,13 @@ int main(int argc, char **argv)
 		log_err("cannot start the network threads");
 		return 1;
 	}
-	reload_init(config_file, &conf);
+	/* after daemon(): its HTTP thread would not survive the fork */
+	if (metrics_start(conf.metrics_listen)) {
+		net_stop();
+		target_runtime_free(rt);
+		conf_free(&conf);
+		return 1;
+	}
 	if (control_start(conf.control_socket))
 		log_warn("no control socket: targetctl cannot reach this daemon");
 	if (foreground)

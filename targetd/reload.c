@@ -64,6 +64,11 @@ const char *reload_config_file(void) { return reload_file; }
 
 void reload_init(const char *config_file, struct conf *running)
 {
+	static char abs_path[4096];
+
+	/* absolute: the daemon's working directory is / once detached */
+	if (config_file && realpath(config_file, abs_path))
+		config_file = abs_path;
 	reload_file = config_file;
 	conf_running = running;
 }

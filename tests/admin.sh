@@ -365,4 +365,32 @@ case_acl() {
 run_test "reload of an initiator ACL closes only the sessions no longer allowed" case_acl
 
 run_here "daemon stops cleanly" stop_daemon
+
+# A detached daemon (no -f): its threads (HTTP included) are started after
+# the fork, and SIGTERM still stops it.
+case_detached() {
+	local p2 m2 s2=$TD_TMP/run2/ctl.sock conf2=$TD_TMP/detached.conf pid i
+	p2=$(free_port)
+	m2=$(free_port)
+	write_conf "$conf2" <<EOF
+listen = ( "127.0.0.1:$p2" );
+threads = 1;
+state_dir = "$TD_TMP";
+control_socket = "$s2";
+metrics_listen = "127.0.0.1:$m2";
+targets = ( { iqn = "$IQN-detached"; luns = ( { lun = 0; backstore = "memory"; size = "4M"; } ); } );
+EOF
+	"$TARGETD" -c "$conf2" || return 1
+	for i in $(seq 1 50); do [ -S "$s2" ] && break; sleep 0.1; done
+	pid=$("$TARGETCTL" -s "$s2" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])') || return 1
+	MPORT=$m2 metrics | grep -q '^targetd_lun_capacity_bytes{target="'"$IQN"'-detached",lun="0"} 4194304$' ||
+		{ echo "no /metrics from the detached daemon"; kill -KILL "$pid"; return 1; }
+	kill -TERM "$pid"
+	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "the detached daemon did not stop on SIGTERM"; kill -KILL "$pid"; return 1
+	fi
+	[ ! -e "$s2" ] || { echo "control socket left behind"; return 1; }
+}
+run_test "detached daemon: control socket and /metrics answer, SIGTERM stops it" case_detached
 td_summary
