@@ -393,4 +393,53 @@ EOF
 	[ ! -e "$s2" ] || { echo "control socket left behind"; return 1; }
 }
 run_test "detached daemon: control socket and /metrics answer, SIGTERM stops it" case_detached
+
+# systemd's notification protocol, with a stand-in for systemd: READY at
+# start, RELOADING then READY around a SIGHUP reload, STOPPING at the end.
+case_notify() {
+	local p3 nsock=$TD_TMP/notify.sock nlog=$TD_TMP/notify.log conf3=$TD_TMP/notify.conf lst i
+	p3=$(free_port)
+	write_conf "$conf3" <<EOF
+listen = ( "127.0.0.1:$p3" );
+threads = 1;
+state_dir = "$TD_TMP";
+control_socket = "$TD_TMP/run3/ctl.sock";
+targets = ( { iqn = "$IQN-notify"; luns = ( { lun = 0; backstore = "memory"; size = "4M"; } ); } );
+EOF
+	python3 - "$nsock" "$nlog" <<'EOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(30)
+with open(sys.argv[2], "w") as f:
+    while True:
+        try:
+            m = s.recv(4096).decode()
+        except socket.timeout:
+            break
+        f.write(m.replace("\n", " ") + "\n"); f.flush()
+        if "STOPPING=1" in m:
+            break
+EOF
+	lst=$!
+	for i in $(seq 1 50); do [ -S "$nsock" ] && break; sleep 0.1; done
+	NOTIFY_SOCKET=$nsock start_daemon "$p3" -c "$conf3" || { kill "$lst"; return 1; }
+	for i in $(seq 1 50); do grep -q "READY=1" "$nlog" 2>/dev/null && break; sleep 0.1; done
+	kill -HUP "$TD_DAEMON_PID"
+	for i in $(seq 1 50); do [ "$(grep -c "READY=1" "$nlog")" -ge 2 ] && break; sleep 0.1; done
+	stop_daemon || { kill "$lst"; return 1; }
+	wait "$lst"
+	cat "$nlog"
+	# as a service it logs through syslog (levels in the journal), not stderr
+	if grep -q "targetd: info:" "$TD_DAEMON_LOG"; then
+		echo "logged to stderr under systemd"; return 1
+	fi
+	python3 - "$nlog" <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+kinds = [k for l in lines for k in ("RELOADING=1", "READY=1", "STOPPING=1") if k in l]
+sys.exit(0 if kinds == ["READY=1", "RELOADING=1", "READY=1", "STOPPING=1"] else "got %s" % kinds)
+EOF
+}
+run_here "systemd notifications: READY, RELOADING on SIGHUP, STOPPING" case_notify
 td_summary
