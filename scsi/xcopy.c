@@ -12,7 +12,8 @@
  *    designators (VPD 0x83) of the LUNs of the target the command's I_T
  *    nexus is logged in to, and nothing else: a LUN of another target can
  *    never be named (the CVE-2020-28374 class of bug); it reads as COPY
- *    TARGET DEVICE NOT REACHABLE.
+ *    TARGET DEVICE NOT REACHABLE. So does a source or destination that
+ *    this nexus could not READ or WRITE because of a reservation.
  *  - Data never crosses the network nor this thread: each segment is copied
  *    by backstore COPY requests (copy_file_range, so reflinks on XFS/btrfs,
  *    else a bounce buffer on a worker) of at most XCOPY_CHUNK bytes, one
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include "scsi/vaai.h"
 #include "scsi/stats.h"
+#include "scsi/pr.h"
 #include "backstore/io_engine.h"
 
 /* COPY MANAGER STATUS (SPC-4 6.18.3) */
@@ -329,6 +331,21 @@ static struct scsi_lun *xcopy_find_lun(struct scsi_cmd *cmd, const uint8_t *desi
 	return NULL;
 }
 
+/* SPC-4 5.13: the copy reads and writes other LUNs on behalf of this I_T
+ * nexus, so their reservations apply as if it sent READ or WRITE there. */
+static bool xcopy_pr_allows(struct scsi_cmd *cmd, struct scsi_lun *l, bool write)
+{
+	struct scsi_cmd probe;
+
+	memset(&probe, 0, sizeof(probe));
+	probe.nexus = cmd->nexus;
+	probe.lun = l;
+	probe.lun_id = l->id;
+	probe.cdb[0] = write ? 0x8a : 0x88;   /* WRITE(16) / READ(16) */
+	probe.cdb_len = 16;
+	return pr_check(&probe) == SR_OK;
+}
+
 /* A LUN able to take part in a copy now (SBC-4 4.x medium states). */
 static bool xcopy_lun_ready(const struct scsi_lun *l)
 {
@@ -479,6 +496,10 @@ static enum sense_reason xcopy_parse_list(struct scsi_cmd *cmd, struct xcopy_job
 			return SR_COPY_ABORTED;
 		if (len && (s->dst->read_only || atomic_load(&s->dst->swp)))
 			return SR_WRITE_PROTECTED;
+		/* reserved by another initiator: not reachable for this copy */
+		if (len && (!xcopy_pr_allows(cmd, s->src, false) ||
+			    !xcopy_pr_allows(cmd, s->dst, true)))
+			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
 		s->src_off = src_lba << s->src->block_shift;
 		s->dst_off = dst_lba << s->dst->block_shift;
 		s->len = len;

@@ -1061,6 +1061,38 @@ START_TEST(xcopy_copies)
 	sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 1000, 0);
 	xcopy(&r, 0, l, xc_list(l, 3, 0, tdl, sdl));
 	expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+	/* nor a LUN another initiator holds reserved (SPC-2 RESERVE) */
+	{
+		struct scsi_nexus nx2;
+		uint8_t cdb[16];
+		unsigned k;
+
+		memset(&nx2, 0, sizeof(nx2));
+		nx2.id = 3;
+		nx2.tpgt = 1;
+		scsi_nexus_attach(&tgt, &nx2);
+		for (k = 0; k < SCSI_MAX_LUNS; k++)
+			scsi_ua_clear(&nx2, (uint16_t)k);
+		memset(cdb, 0, 16);
+		cdb[0] = 0x16;                      /* RESERVE(6) of LUN 3 */
+		run(&r, &nx2, 3, cdb, NULL, 0);
+		expect_good(&r.cmd);
+		tdl = xc_cscd(l + 16, lun_thin);
+		tdl += xc_cscd(l + 16 + tdl, lun_thin2);
+		sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 1000, 0);
+		xcopy(&r, 0, l, xc_list(l, 4, 0, tdl, sdl));
+		expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+		sdl = xc_seg(l + 16 + tdl, 1, 0, 8, 0, 1000);
+		xcopy(&r, 0, l, xc_list(l, 5, 0, tdl, sdl));
+		expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+		cdb[0] = 0x17;                      /* RELEASE(6) */
+		run(&r, &nx2, 3, cdb, NULL, 0);
+		expect_good(&r.cmd);
+		sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 1000, 0);
+		xcopy(&r, 0, l, xc_list(l, 6, 0, tdl, sdl));
+		expect_good(&r.cmd);
+		scsi_nexus_detach(&nx2);
+	}
 	free(pat);
 	free(rd);
 }
