@@ -8,8 +8,9 @@
  *     Segment);
  *   - the server thread ("target") answers each request with a 48-byte
  *     header followed by SIZE bytes of payload, written with one writev()
- *     from a buffer that never changes (data already in memory: no disk,
- *     no copy in user space);
+ *     from memory (no disk, no copy in user space): by default always the
+ *     same SIZE bytes, which stay in the CPU caches; with --span, the next
+ *     SIZE bytes of a SPAN-byte buffer each time, wrapping around;
  *   - the client reads the 48-byte header, then the payload into its own
  *     buffer, and sends the next request.
  * Both sockets have TCP_NODELAY set, as iSCSI initiators and targets do.
@@ -48,11 +49,14 @@ struct ts_opts {
 	double seconds;
 	unsigned depth;
 	size_t size;
+	size_t span;
 };
 
 struct ts_server {
 	int listen_fd;
 	size_t size;
+	size_t span;   /* the sender walks through this many bytes of payload */
+	const uint8_t *payload;
 	int rc;
 	uint64_t answered;
 	double cpu_start, cpu_end;  /* the server thread's CPU seconds */
@@ -133,29 +137,20 @@ static void *ts_server_main(void *arg)
 {
 	struct ts_server *s = arg;
 	uint8_t req[TS_HDR_LEN], hdr[TS_HDR_LEN];
-	uint8_t *payload;
+	const uint8_t *payload = s->payload;
 	int fd;
 
 	s->rc = -1;
-	payload = malloc(s->size);
-	if (!payload) {
-		fprintf(stderr, "tcp-stream: out of memory\n");
-		return NULL;
-	}
-	/* Touch every page so the sender's first pass measures TCP, not page faults. */
-	for (size_t i = 0; i < s->size; i++)
-		payload[i] = (uint8_t)(i * 131u + 7u);
 	fd = accept(s->listen_fd, NULL, NULL);
 	if (fd < 0) {
 		perror("tcp-stream: accept");
-		free(payload);
 		return NULL;
 	}
 	ts_nodelay(fd);
 	s->cpu_start = ts_thread_cpu();
 	memset(hdr, 0, sizeof(hdr));
 	hdr[0] = 0x25; /* looks like a SCSI Data-In, for anyone watching with tcpdump */
-	for (;;) {
+	for (size_t off = 0;;) {
 		struct iovec iov[2];
 		int r = ts_read_full(fd, req, sizeof(req));
 		if (r == 1)
@@ -166,7 +161,8 @@ static void *ts_server_main(void *arg)
 		}
 		memcpy(hdr + 16, req + 16, 4); /* echo the task tag */
 		iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
-		iov[1] = (struct iovec){ .iov_base = payload, .iov_len = s->size };
+		iov[1] = (struct iovec){ .iov_base = (void *)(payload + off), .iov_len = s->size };
+		off = off + 2 * s->size <= s->span ? off + s->size : 0;
 		if (ts_writev_full(fd, iov, 2)) {
 			perror("tcp-stream: server write");
 			goto out;
@@ -177,7 +173,6 @@ static void *ts_server_main(void *arg)
 	s->rc = 0;
 out:
 	close(fd);
-	free(payload);
 	return NULL;
 }
 
@@ -198,10 +193,13 @@ static int ts_send_request(int fd, uint32_t tag)
 static void ts_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: tcp-stream [--seconds N] [--depth N] [--size BYTES]\n"
+		"Usage: tcp-stream [--seconds N] [--depth N] [--size BYTES] [--span BYTES]\n"
 		"Measure loopback TCP throughput for a stream of SIZE-byte answers\n"
 		"(default 1048576) to 48-byte requests, DEPTH (default 8) in flight,\n"
-		"for N seconds (default 5).\n");
+		"for N seconds (default 5). The sender's answers come one after the\n"
+		"other from a buffer of SPAN bytes (default SIZE: always the same,\n"
+		"cache-hot bytes; a SPAN larger than the CPU caches makes the sender\n"
+		"read memory, as a target serving a large LUN does).\n");
 }
 
 static int ts_parse(int argc, char **argv, struct ts_opts *o)
@@ -210,6 +208,7 @@ static int ts_parse(int argc, char **argv, struct ts_opts *o)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "size", required_argument, NULL, 'b' },
+		{ "span", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -219,7 +218,8 @@ static int ts_parse(int argc, char **argv, struct ts_opts *o)
 	o->seconds = 5;
 	o->depth = 8;
 	o->size = 1048576;
-	while ((c = getopt_long(argc, argv, "s:d:b:h", longopts, NULL)) != -1) {
+	o->span = 0;
+	while ((c = getopt_long(argc, argv, "s:d:b:p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o->seconds = strtod(optarg, &end);
@@ -246,6 +246,15 @@ static int ts_parse(int argc, char **argv, struct ts_opts *o)
 			o->size = (size_t)v;
 			break;
 		}
+		case 'p': {
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v < 1 || v > (16ull << 30)) {
+				fprintf(stderr, "tcp-stream: bad --span '%s' (1 to 17179869184)\n", optarg);
+				return 2;
+			}
+			o->span = (size_t)v;
+			break;
+		}
 		case 'h':
 			ts_usage(stdout);
 			exit(0);
@@ -258,6 +267,8 @@ static int ts_parse(int argc, char **argv, struct ts_opts *o)
 		fprintf(stderr, "tcp-stream: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (o->span < o->size)
+		o->span = o->size;
 	return 0;
 }
 
@@ -269,7 +280,7 @@ int main(int argc, char **argv)
 	socklen_t salen = sizeof(sa);
 	pthread_t tid;
 	uint8_t hdr[TS_HDR_LEN];
-	uint8_t *buf;
+	uint8_t *buf, *payload;
 	uint64_t received = 0, sent = 0;
 	unsigned inflight = 0;
 	double t0, t1, deadline, cpu0, cpu1;
@@ -280,11 +291,16 @@ int main(int argc, char **argv)
 		return rc;
 	signal(SIGPIPE, SIG_IGN);
 	buf = malloc(o.size);
-	if (!buf) {
+	payload = malloc(o.span);
+	if (!buf || !payload) {
 		fprintf(stderr, "tcp-stream: out of memory\n");
 		return 1;
 	}
 	memset(buf, 0, o.size);
+	/* Touch every page before the clock starts, so that the sender's first
+	 * pass measures TCP, not page faults. */
+	for (size_t i = 0; i < o.span; i++)
+		payload[i] = (uint8_t)(i * 131u + 7u);
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	srv.listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -295,6 +311,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	srv.size = o.size;
+	srv.span = o.span;
+	srv.payload = payload;
 	if (pthread_create(&tid, NULL, ts_server_main, &srv)) {
 		fprintf(stderr, "tcp-stream: cannot start the server thread\n");
 		return 1;
@@ -344,6 +362,7 @@ int main(int argc, char **argv)
 	close(fd);
 	close(srv.listen_fd);
 	free(buf);
+	free(payload);
 	if (rc || srv.rc)
 		return 1;
 	printf("tcp-stream: msgs %llu seconds %.3f msgs/s %.1f MiB/s %.1f "
