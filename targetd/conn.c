@@ -461,12 +461,25 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	iscsi_conn_release(c);
 }
 
+/* A closed connection nobody holds is freed only between epoll batches:
+ * the batch being handled may still carry an event for it (one
+ * connection's logout or reset closes its session's other connections). */
 void iscsi_conn_release(struct iscsi_conn *c)
 {
-	if (!c->dead || c->refs)
+	if (!c->dead || c->refs || c->buried)
 		return;
-	free(c->rxbuf);
-	free(c);
+	c->buried = true;
+	list_add_tail(&c->thread_link, &c->thread->graveyard);
+}
+
+void iscsi_conn_reap(struct net_thread *t)
+{
+	while (!list_empty(&t->graveyard)) {
+		struct iscsi_conn *c = list_entry(t->graveyard.next, struct iscsi_conn, thread_link);
+		list_del(&c->thread_link);
+		free(c->rxbuf);
+		free(c);
+	}
 }
 
 /* ------------------------------------------------------------------ */

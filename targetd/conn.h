@@ -261,6 +261,7 @@ struct iscsi_conn {
 	bool nop_outstanding;
 	unsigned refs;                  /* tasks holding this connection */
 	bool dead;
+	bool buried;                    /* in the thread's graveyard */
 };
 
 /* conn.c */
@@ -268,6 +269,7 @@ struct iscsi_conn *iscsi_conn_new(struct net_thread *t, int fd, struct iscsi_por
 void iscsi_conn_event(struct iscsi_conn *c, uint32_t events);
 void iscsi_conn_close(struct iscsi_conn *c, const char *why);
 void iscsi_conn_release(struct iscsi_conn *c);
+void iscsi_conn_reap(struct net_thread *t);
 void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now_ms);
 void iscsi_conn_flush(struct iscsi_conn *c);
 void iscsi_conn_queue_pdu(struct iscsi_conn *c, struct tx_pdu *p);

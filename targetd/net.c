@@ -273,6 +273,7 @@ static void *net_thread_main(void *arg)
 	for (;;) {
 		int n, timeout;
 
+		iscsi_conn_reap(t);
 		flush_dirty(t);
 		io_engine_flush(t->eng);
 		if (t->stopping) {
@@ -416,6 +417,7 @@ int net_start(unsigned count)
 		list_init(&t->mq);
 		list_init(&t->conns);
 		list_init(&t->dirty);
+		list_init(&t->graveyard);
 		t->engine_tag = TAG_ENGINE;
 		t->msg_tag = TAG_MSG;
 		net_epoll_add(t, io_engine_fd(t->eng), EPOLLIN, &t->engine_tag);
@@ -486,6 +488,7 @@ void net_stop(void)
 				close(m->fd);
 			free(m);
 		}
+		iscsi_conn_reap(t);
 		io_engine_destroy(t->eng);
 		bufpool_destroy(&t->pool);
 		close(t->epfd);
