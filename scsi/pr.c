@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <strings.h>
 #include "scsi/scsi_int.h"
+#include "scsi/vaai.h"
 #include "scsi/pr_int.h"
 
 static pr_abort_fn pr_abort_handler;
@@ -425,7 +426,7 @@ void pr_lun_power_on(struct scsi_lun *lun)
 
 /* --- RESERVE / RELEASE (SPC-2 7.21, 7.24; SPC-4 5.13.3) ---------------- */
 
-static enum sense_reason pr_exec_reserve(struct scsi_cmd *cmd)
+static enum sense_reason pr_exec_reserve_locked(struct scsi_cmd *cmd)
 {
 	struct pr_lun *p = cmd->lun->priv_pr;
 	enum sense_reason r = SR_OK;
@@ -446,6 +447,15 @@ static enum sense_reason pr_exec_reserve(struct scsi_cmd *cmd)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return r;
+}
+
+/* RESERVE takes effect after every write in flight, COMPARE AND WRITE
+ * among them, has ended: it holds the whole LUN's exclusive LBA range lock
+ * while it changes the reservation (scsi/rangelock.c), so an ATS is atomic
+ * against it; a COMPARE AND WRITE that waited checks again (scsi/vaai.c). */
+static enum sense_reason pr_exec_reserve(struct scsi_cmd *cmd)
+{
+	return scsi_rl_lock(cmd, cmd->lun, 0, UINT64_MAX, RL_EXCL, pr_exec_reserve_locked);
 }
 
 static enum sense_reason pr_exec_release(struct scsi_cmd *cmd)

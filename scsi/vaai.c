@@ -14,7 +14,9 @@
  *    written; once submitted, the WRITE completes whole. Either way the
  *    lock is released when the command completes, so an aborted ATS can
  *    neither leave half a write nor a lock behind, and a later ATS never
- *    compares against a torn block.
+ *    compares against a torn block. SCSI-2 RESERVE takes the whole LUN
+ *    exclusively (scsi/pr.c), so it waits for an ATS in flight, and an
+ *    ATS that waited behind it checks the reservation again.
  *  - WRITE SAME: RL_SHARED. UNMAP=1 (thin LUNs only) is one DISCARD
  *    request (punch hole / BLKDISCARD; the blocks then read zeroes); a zero
  *    block (or NDOB) is one WRITE_ZEROES request (fallocate ZERO_RANGE /
@@ -36,6 +38,7 @@
 #include <sys/uio.h>
 #include <linux/fs.h>
 #include "scsi/vaai.h"
+#include "scsi/pr.h"
 #include "backstore/io_engine.h"
 
 /* xcopy.c */
@@ -250,8 +253,16 @@ static void caw_read_done(struct bs_io *io)
 static enum sense_reason caw_locked(struct scsi_cmd *cmd)
 {
 	uint64_t len = (uint64_t)cmd->nblocks << cmd->lun->block_shift;
-	void *scratch = vaai_scratch(cmd, (size_t)len);
+	enum sense_reason r;
+	void *scratch;
 
+	/* SBC-4 4.17: a reservation another nexus took while this command
+	 * waited for the range (RESERVE holds the whole LUN while it changes
+	 * it) applies: nothing is read or written */
+	r = pr_check(cmd);
+	if (r)
+		return r;
+	scratch = vaai_scratch(cmd, (size_t)len);
 	if (!scratch)
 		return SR_INTERNAL_ERROR;
 	vaai_submit(cmd, BS_OP_READ, cmd->lba << cmd->lun->block_shift, len, scratch, 0,

@@ -589,6 +589,53 @@ START_TEST(caw_abort_before_write)
 }
 END_TEST
 
+/* SCSI-2 RESERVE waits for the write in flight; a COMPARE AND WRITE queued
+ * behind it then meets the reservation: RESERVATION CONFLICT, nothing read
+ * or written. */
+START_TEST(caw_against_reserve)
+{
+	static uint8_t buf2[BUF_CAP] __attribute__((aligned(4096)));
+	static uint8_t buf3[BUF_CAP] __attribute__((aligned(4096)));
+	struct scsi_nexus nx2;
+	struct run w, rv, c;
+	uint8_t cdb[16], data[1024], *save = buf;
+	unsigned k;
+
+	memset(&nx2, 0, sizeof(nx2));
+	nx2.id = 3;
+	nx2.tpgt = 1;
+	scsi_nexus_attach(&tgt, &nx2);
+	for (k = 0; k < SCSI_MAX_LUNS; k++)
+		scsi_ua_clear(&nx2, (uint16_t)k);
+	memset(data, 0x11, sizeof(data));
+	cdb16(cdb, 0x8a, 0, 5, 1);
+	run(&w, &nx, 2, cdb, data, 512);
+	ck_assert(w.pending);
+	memset(cdb, 0, 16);
+	cdb[0] = 0x16;                       /* RESERVE(6) from another nexus */
+	buf = buf2;
+	run(&rv, &nx2, 2, cdb, NULL, 0);
+	ck_assert(rv.pending);               /* waits for the WRITE */
+	caw_cdb(cdb, 0, 5, 1);
+	buf = buf3;
+	run(&c, &nx, 2, cdb, data, 1024);
+	buf = save;
+	ck_assert(c.pending);
+	ck_assert_int_eq(fake.npending, 1);
+	fake_release(0);                     /* the WRITE ends */
+	while (completed < 3)
+		io_engine_wait(eng);
+	expect_good(&rv.cmd);
+	ck_assert_uint_eq(c.cmd.status, SAM_STAT_RESERVATION_CONFLICT);
+	ck_assert_int_eq(fake.npending, 0);  /* no READ, no WRITE */
+	memset(cdb, 0, 16);
+	cdb[0] = 0x17;
+	run(&rv, &nx2, 2, cdb, NULL, 0);
+	expect_good(&rv.cmd);
+	scsi_nexus_detach(&nx2);
+}
+END_TEST
+
 /* =========================================================== WRITE SAME */
 
 START_TEST(ws_validation)
@@ -1115,6 +1162,7 @@ Suite *vaai_suite(void)
 	tcase_add_test(cmds, caw_compare_and_miscompare);
 	tcase_add_test(cmds, caw_waits_for_write);
 	tcase_add_test(cmds, caw_abort_before_write);
+	tcase_add_test(cmds, caw_against_reserve);
 	tcase_add_test(cmds, ws_validation);
 	tcase_add_test(cmds, ws_pattern_and_zero);
 	tcase_add_test(cmds, unmap_validation);
