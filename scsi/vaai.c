@@ -608,6 +608,7 @@ static enum sense_reason vaai_exec_get_lba_status(struct scsi_cmd *cmd)
 			}
 		}
 		run_blocks = MIN(MAX(run_blocks, (uint64_t)1), maxb);
+		memset(e, 0, 16);
 		put_be64(e, lba);
 		put_be32(e + 8, (uint32_t)run_blocks);
 		e[12] = mapped ? 0x00 : 0x01;  /* MAPPED / DEALLOCATED */
