@@ -86,6 +86,10 @@ struct backstore {
 	bool direct;
 	bool is_blockdev;
 	bool discard_zeroes;      /* DISCARD reads back zeroes (LBPRZ) */
+	/* Zero-copy reads (see scsi_cmd.zc_ok): the transport may send the
+	 * data straight from here instead of a read into a buffer. */
+	uint8_t *mem_base;        /* memory backstore: the whole LUN, else NULL */
+	bool sendfile_ok;         /* page-cache file: sendfile(2) from fd works */
 	void *priv;
 };
 

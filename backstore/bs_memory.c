@@ -195,6 +195,7 @@ static int bs_memory_open(struct backstore *bs, const struct bs_params *p, char 
 	}
 	bs->priv = m;
 	bs->fd = -1;
+	bs->mem_base = m->base;
 	bs->size = p->size;
 	bs->dev_block_size = 512;
 	bs->is_blockdev = false;

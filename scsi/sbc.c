@@ -173,8 +173,23 @@ static void sbc_write_done(struct bs_io *io)
 /* SBC-4 5.15-5.18 READ(6/10/12/16) */
 static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 {
+	struct backstore *bs = cmd->lun->bs;
+	uint64_t off = cmd->lba << cmd->lun->block_shift;
+
 	if (!cmd->nblocks)
 		return SR_OK;
+	if (cmd->zc_ok && !cmd->fua && (bs->mem_base || bs->sendfile_ok)) {
+		/* Zero copy: the transport sends from the LUN itself. */
+		if (bs->mem_base) {
+			cmd->data_ptr = bs->mem_base + off;
+		} else {
+			cmd->data_file = true;
+			cmd->data_fd = bs->fd;
+			cmd->data_off = off;
+		}
+		cmd->data_len = cmd->xfer_len;
+		return SR_OK;
+	}
 	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, cmd->buf, 0, sbc_read_done);
 	return SR_PENDING;
 }
