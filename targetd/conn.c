@@ -875,6 +875,14 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "unexpected immediate data");
 		return;
 	}
+	for (unsigned i = 0; !immediate && i < s->n_aborted_ahead; i++) {
+		if (s->aborted_ahead[i].cmdsn == cmdsn && s->aborted_ahead[i].itt == bhs_itt(b)) {
+			/* ABORT TASK got here first: drop it, data and all */
+			s->aborted_ahead[i] = s->aborted_ahead[--s->n_aborted_ahead];
+			c->rx_keep = 0;
+			return;
+		}
+	}
 	if (!cmdsn_accept(s, cmdsn, immediate)) {
 		/* Silently ignored, data and all. */
 		log_debug("CmdSN %u outside window [%u, %u]", cmdsn, s->exp_cmdsn, iscsi_session_max_cmdsn(s));

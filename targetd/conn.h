@@ -149,6 +149,10 @@ struct iscsi_session {
 	struct iscsi_task *free_list;
 	struct iscsi_task *hash[TASK_HASH_SIZE];
 	uint32_t ahead[64];            /* CmdSNs received beyond a gap */
+	struct {
+		uint32_t cmdsn, itt;
+	} aborted_ahead[16];           /* aborted before they arrived (ABORT TASK) */
+	unsigned n_aborted_ahead;
 	unsigned n_ahead;
 	unsigned exec_count;           /* tasks inside the SCSI layer */
 	bool logout_session;

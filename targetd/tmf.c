@@ -147,10 +147,25 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 				break;
 			}
 		}
-		if (!t || t->state == TASK_RESPOND)
-			m->response = ISCSI_TMF_RSP_NO_TASK;
-		else
+		if (t && t->state != TASK_RESPOND) {
 			abort_task(t, m);
+		} else if (!t && sn_le(s->exp_cmdsn, get_be32(b + 32)) &&
+			   sn_lt(get_be32(b + 32), get_be32(b + 24))) {
+			/* RFC 7143 11.5.1 b): the referenced command has not
+			 * arrived yet: it counts as received and is dropped
+			 * when it does arrive. */
+			uint32_t ref = get_be32(b + 32);
+			if (s->n_aborted_ahead < ARRAY_SIZE(s->aborted_ahead)) {
+				s->aborted_ahead[s->n_aborted_ahead].cmdsn = ref;
+				s->aborted_ahead[s->n_aborted_ahead].itt = rtt;
+				s->n_aborted_ahead++;
+				cmdsn_received(s, ref);
+			} else {
+				m->response = ISCSI_TMF_RSP_NO_TASK;
+			}
+		} else {
+			m->response = ISCSI_TMF_RSP_NO_TASK;
+		}
 		break;
 	}
 	case ISCSI_TMF_ABORT_TASK_SET:
