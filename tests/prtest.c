@@ -408,6 +408,8 @@ static int t_preempt_abort(const char *u1, const char *u2)
 	/* the victim's context is dropped without waiting for answers that
 	 * will not come */
 	iscsi_destroy_context(b.ctx);
+	for (int i = 0; i < PA_CMDS; i++)
+		scsi_free_scsi_task(tasks[i]);    /* the caller owns them */
 	check(prout(&a, 0x03, 0, ka, 0, 0) == SCSI_STATUS_GOOD, "CLEAR");
 	path_close(&a);
 	return failures ? 1 : 0;
