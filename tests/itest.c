@@ -17,6 +17,13 @@
  *   itest [options] zeroed URL                    a never-written LUN reads as zeros
  *   itest [options] mark URL SEED                 write extents derived from SEED
  *   itest [options] check-mark URL SEED           verify them (e.g. after a restart)
+ *   itest [options] write-zeros URL LBA NBLOCKS   write zeros there (WRITE(16))
+ *   itest [options] durable-write PID STATE NBLOCKS URL[,wce-off]...
+ *                                                 writes in flight, kill -9 PID, keep what was acknowledged
+ *   itest [options] durable-check STATE           after a restart: acknowledged blocks hold the new data
+ *                                                 (tests/itest_durable.c)
+ *   itest [options] prevent-2nexus URL            PREVENT from one nexus holds for another
+ *                                                 (tests/itest_lun.c)
  *
  * URL is iscsi://[user[%secret]@]host:port/iqn/lun.
  *
@@ -36,29 +43,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <iscsi/iscsi.h>
-#include <iscsi/scsi-lowlevel.h>
-
-#define ITEST_DEFAULT_INITIATOR "iqn.2026-11.org.targetd:itest"
-#define ITEST_QD 32
-#define ITEST_TIMEOUT_S 120
+#include "tests/itest.h"
 
 static const char *itest_cmd = "itest";
 
-static struct itest_opts {
-	const char *initiator;
-	const char *mutual;     /* "user%secret" the target must prove, or NULL */
-	bool header_digest;
-	uint64_t seed;
-	int verbose;
-} opts = {
+struct itest_opts opts = {
 	.initiator = ITEST_DEFAULT_INITIATOR,
 };
 
 /* ---------------------------------------------------------------- output */
 
-static void itest_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void itest_fail(const char *fmt, ...)
+void itest_fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -73,8 +68,7 @@ static void itest_fail(const char *fmt, ...)
 	_exit(1);
 }
 
-static void itest_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void itest_note(const char *fmt, ...)
+void itest_note(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -86,11 +80,9 @@ static void itest_note(const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define CHECK(cond, ...) do { if (!(cond)) itest_fail(__VA_ARGS__); } while (0)
-
 static uint64_t itest_rand_state;
 
-static uint64_t itest_rand(void)
+uint64_t itest_rand(void)
 {
 	/* xorshift64*: deterministic for a given -s seed, so a failure can be replayed */
 	uint64_t x = itest_rand_state;
@@ -102,7 +94,7 @@ static uint64_t itest_rand(void)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-static double itest_now(void)
+double itest_now(void)
 {
 	struct timespec ts;
 
@@ -129,7 +121,7 @@ static const char *itest_status_str(int status)
 }
 
 /* Describe what came back for a task (NULL = the library gave up). */
-static const char *itest_task_str(struct iscsi_context *iscsi, struct scsi_task *task)
+const char *itest_task_str(struct iscsi_context *iscsi, struct scsi_task *task)
 {
 	static char buf[512];
 
@@ -147,7 +139,7 @@ static const char *itest_task_str(struct iscsi_context *iscsi, struct scsi_task 
 	return buf;
 }
 
-static void itest_expect_good(struct iscsi_context *iscsi, struct scsi_task *task, const char *what)
+void itest_expect_good(struct iscsi_context *iscsi, struct scsi_task *task, const char *what)
 {
 	if (!task || task->status != SCSI_STATUS_GOOD)
 		itest_fail("%s: expected GOOD, got %s", what, itest_task_str(iscsi, task));
@@ -164,17 +156,6 @@ static void itest_expect_sense(struct iscsi_context *iscsi, struct scsi_task *ta
 }
 
 /* ------------------------------------------------------------- sessions */
-
-struct itest_conn {
-	struct iscsi_context *iscsi;
-	struct iscsi_url *url;
-	int lun;
-};
-
-enum {
-	ITEST_R2T_DEFAULT = 0,   /* libiscsi default: ImmediateData=Yes, InitialR2T=No */
-	ITEST_R2T_ONLY = 1,      /* ImmediateData=No, InitialR2T=Yes: every byte by R2T */
-};
 
 static struct iscsi_context *itest_context(const char *initiator, const char *url_str,
 					   struct iscsi_url **url, int mode)
@@ -229,7 +210,7 @@ static int itest_try_open(struct itest_conn *c, const char *url_str, const char 
  * parameters changed...). Consume them with TEST UNIT READY until GOOD;
  * anything but UNIT ATTENTION on the way is a failure. Returns how many
  * unit attentions were seen. */
-static int itest_clear_ua(struct itest_conn *c)
+int itest_clear_ua(struct itest_conn *c)
 {
 	int n;
 
@@ -252,7 +233,7 @@ static int itest_clear_ua(struct itest_conn *c)
 	itest_fail("TEST UNIT READY still reports UNIT ATTENTION after 16 tries");
 }
 
-static void itest_open(struct itest_conn *c, const char *url_str, int mode)
+void itest_open(struct itest_conn *c, const char *url_str, int mode)
 {
 	char err[512];
 
@@ -261,7 +242,7 @@ static void itest_open(struct itest_conn *c, const char *url_str, int mode)
 	itest_clear_ua(c);
 }
 
-static void itest_close(struct itest_conn *c)
+void itest_close(struct itest_conn *c)
 {
 	if (!c->iscsi)
 		return;
@@ -274,12 +255,6 @@ static void itest_close(struct itest_conn *c)
 }
 
 /* --------------------------------------------------------- LUN geometry */
-
-struct itest_geom {
-	uint64_t nblocks;
-	uint32_t bs;
-	uint32_t max_xfer_blocks;   /* from VPD 0xB0; 0 = no limit reported */
-};
 
 static bool itest_vpd_supported(struct itest_conn *c, int page)
 {
@@ -298,7 +273,7 @@ static bool itest_vpd_supported(struct itest_conn *c, int page)
 	return found;
 }
 
-static void itest_geometry(struct itest_conn *c, struct itest_geom *g)
+void itest_geometry(struct itest_conn *c, struct itest_geom *g)
 {
 	struct scsi_task *t = iscsi_readcapacity16_sync(c->iscsi, c->lun);
 	struct scsi_readcapacity16 *rc;
@@ -329,7 +304,7 @@ static void itest_geometry(struct itest_conn *c, struct itest_geom *g)
 /* Every block carries its LBA and a seed in its first 16 bytes, then
  * pseudo-random bytes derived from both: a block that lands at the wrong
  * place or comes from the wrong writer is told apart from garbage. */
-static void itest_fill(unsigned char *buf, uint64_t lba, uint32_t nblocks, uint32_t bs, uint64_t seed)
+void itest_fill(unsigned char *buf, uint64_t lba, uint32_t nblocks, uint32_t bs, uint64_t seed)
 {
 	for (uint32_t b = 0; b < nblocks; b++) {
 		unsigned char *p = buf + (size_t)b * bs;
@@ -1579,7 +1554,10 @@ static void itest_usage(FILE *f)
 		"commands:\n"
 		"  discovery PORTAL-URL IQN...   login URL   inq URL   readcap URL [BYTES [BS]]\n"
 		"  rw URL   chap-ok URL   chap-bad URL   acl-refused URL   tmf URL\n"
-		"  concurrency URL N   zeroed URL   mark URL SEED   check-mark URL SEED\n",
+		"  concurrency URL N   zeroed URL   mark URL SEED   check-mark URL SEED\n"
+		"  write-zeros URL LBA NBLOCKS\n"
+		"  durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]...   durable-check STATE\n"
+		"  prevent-2nexus URL\n",
 		ITEST_DEFAULT_INITIATOR);
 }
 
@@ -1602,6 +1580,10 @@ int main(int argc, char **argv)
 		{ "zeroed", itest_zeroed },
 		{ "mark", itest_mark_w },
 		{ "check-mark", itest_mark_c },
+		{ "write-zeros", itest_write_zeros },
+		{ "durable-write", itest_durable_write },
+		{ "durable-check", itest_durable_check },
+		{ "prevent-2nexus", itest_prevent_2nexus },
 	};
 	int opt;
 

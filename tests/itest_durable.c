@@ -1,0 +1,523 @@
+/*
+ * itest durability subcommands (see tests/durability.sh):
+ *
+ *   write-zeros URL LBA NBLOCKS
+ *       write zeros over NBLOCKS blocks from LBA with WRITE(16).
+ *
+ *   durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]...
+ *       on each LUN: fill blocks 0..NBLOCKS-1 with an "old" pattern and
+ *       SYNCHRONIZE CACHE; then write a "new" pattern over the same blocks
+ *       in shuffled extents of 1..64 blocks, each block written once, 32
+ *       commands in flight per LUN, WRITE(10) and WRITE(16) mixed. A plain
+ *       URL gets FUA=1 writes; ",wce-off" first turns the Caching page's
+ *       WCE off with MODE SELECT(10) and then writes with FUA=0. Once every
+ *       LUN has 64 writes acknowledged and commands in flight, DAEMON-PID
+ *       is sent SIGKILL; responses still on their way are collected until
+ *       the connections drop. STATE then lists, per LUN, the seeds and
+ *       every extent that was sent, acknowledged (GOOD) or not.
+ *
+ *   durable-check STATE
+ *       after the daemon was restarted on the same files: read every block
+ *       back. An acknowledged block must hold the new pattern, a block of
+ *       an extent sent but not acknowledged the old or the new pattern
+ *       (never anything else), a block never written the old pattern.
+ *
+ * DESIGN: single-threaded; all LUNs' sessions are driven from one poll(2)
+ * loop with libiscsi's asynchronous API, so "in flight at the kill" is
+ * exact: the kill is sent between two iterations of that loop.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "tests/itest.h"
+
+#define DUR_MAX_LUNS 8
+#define DUR_MAX_EXTENT 64           /* blocks per write */
+#define DUR_KILL_AFTER 64           /* acknowledged writes per LUN before the kill */
+#define DUR_CHUNK_BYTES (1u << 20)  /* prep writes and check reads */
+
+enum dur_state { DUR_UNSENT = 0, DUR_SENT, DUR_ACKED };
+
+struct dur_extent {
+	uint64_t lba;
+	uint32_t nblocks;
+	enum dur_state state;
+};
+
+struct dur_lun {
+	struct itest_conn c;
+	char url[1024];
+	bool wce_off;
+	struct itest_geom g;
+	uint64_t nblocks;             /* region: blocks 0..nblocks-1 */
+	uint64_t seed_old, seed_new;
+	unsigned char *data;          /* the region's new pattern */
+	struct dur_extent *ext;
+	size_t next, next_max, n_ext;  /* next extent to send; how many extents */
+	int inflight, inflight_at_kill;
+	uint64_t acked, acked_blocks, acked_after_kill;
+	bool dead;                    /* the connection is gone */
+};
+
+static bool dur_killed;
+
+/* ------------------------------------------------------------ write-zeros */
+
+static uint32_t dur_chunk_blocks(const struct itest_geom *g)
+{
+	uint32_t n = DUR_CHUNK_BYTES / g->bs;
+
+	if (g->max_xfer_blocks && n > g->max_xfer_blocks)
+		n = g->max_xfer_blocks;
+	return n;
+}
+
+int itest_write_zeros(int argc, char **argv)
+{
+	struct itest_conn c;
+	struct itest_geom g;
+	uint64_t lba, n, end;
+	uint32_t chunk;
+	unsigned char *zero;
+
+	CHECK(argc == 3, "usage: write-zeros URL LBA NBLOCKS");
+	itest_open(&c, argv[0], ITEST_R2T_DEFAULT);
+	itest_geometry(&c, &g);
+	lba = strtoull(argv[1], NULL, 0);
+	n = strtoull(argv[2], NULL, 0);
+	CHECK(lba < g.nblocks && n <= g.nblocks - lba, "LBA %" PRIu64 " + %" PRIu64
+	      " blocks is beyond the LUN's %" PRIu64 " blocks", lba, n, g.nblocks);
+	chunk = dur_chunk_blocks(&g);
+	zero = calloc(chunk, g.bs);
+	CHECK(zero, "out of memory");
+	for (end = lba + n; lba < end;) {
+		uint32_t k = end - lba < chunk ? (uint32_t)(end - lba) : chunk;
+		struct scsi_task *t = iscsi_write16_sync(c.iscsi, c.lun, lba, zero, k * g.bs, g.bs,
+						       0, 0, 0, 0, 0);
+
+		itest_expect_good(c.iscsi, t, "WRITE(16) of zeros");
+		scsi_free_scsi_task(t);
+		lba += k;
+	}
+	free(zero);
+	itest_close(&c);
+	itest_note("ok: %" PRIu64 " blocks zeroed", n);
+	return 0;
+}
+
+/* ----------------------------------------------------------- preparation */
+
+/* SBC-4 6.5.5 Caching mode page: turn WCE off and read it back. */
+static void dur_wce_off(struct dur_lun *l)
+{
+	struct scsi_task *t;
+	struct scsi_mode_sense *ms;
+	struct scsi_mode_page *mp;
+
+	for (int pass = 0; pass < 2; pass++) {
+		t = iscsi_modesense10_sync(l->c.iscsi, l->c.lun, 0, 1, SCSI_MODESENSE_PC_CURRENT,
+					   SCSI_MODEPAGE_CACHING, 0, 255);
+		itest_expect_good(l->c.iscsi, t, "MODE SENSE(10) Caching page");
+		ms = scsi_datain_unmarshall(t);
+		CHECK(ms, "cannot decode MODE SENSE(10) data");
+		mp = scsi_modesense_get_page(ms, SCSI_MODEPAGE_CACHING, 0);
+		CHECK(mp, "MODE SENSE(10) returned no Caching page");
+		if (pass == 1) {
+			CHECK(mp->caching.wce == 0, "WCE still set after MODE SELECT cleared it");
+			scsi_free_scsi_task(t);
+			return;
+		}
+		CHECK(mp->caching.wce == 1, "WCE is already off: the test wants a LUN that "
+		      "starts with its write cache on");
+		mp->caching.wce = 0;
+		mp->ps = 0;    /* SPC-4 7.5.7: PS is reserved in MODE SELECT */
+		{
+			struct scsi_task *s = iscsi_modeselect10_sync(l->c.iscsi, l->c.lun, 1, 0, mp);
+
+			itest_expect_good(l->c.iscsi, s, "MODE SELECT(10) with WCE=0");
+			scsi_free_scsi_task(s);
+		}
+		scsi_free_scsi_task(t);
+	}
+}
+
+/* The old pattern over the region, made durable before the test starts. */
+static void dur_prepare(struct dur_lun *l)
+{
+	uint32_t chunk = dur_chunk_blocks(&l->g);
+	unsigned char *buf = malloc((size_t)chunk * l->g.bs);
+	struct scsi_task *t;
+
+	CHECK(buf, "out of memory");
+	for (uint64_t lba = 0; lba < l->nblocks;) {
+		uint32_t k = l->nblocks - lba < chunk ? (uint32_t)(l->nblocks - lba) : chunk;
+
+		itest_fill(buf, lba, k, l->g.bs, l->seed_old);
+		t = iscsi_write16_sync(l->c.iscsi, l->c.lun, lba, buf, k * l->g.bs, l->g.bs,
+				       0, 0, 0, 0, 0);
+		itest_expect_good(l->c.iscsi, t, "WRITE(16) of the old pattern");
+		scsi_free_scsi_task(t);
+		lba += k;
+	}
+	free(buf);
+	t = iscsi_synchronizecache16_sync(l->c.iscsi, l->c.lun, 0, 0, 0, 0);
+	itest_expect_good(l->c.iscsi, t, "SYNCHRONIZE CACHE(16)");
+	scsi_free_scsi_task(t);
+}
+
+/* Extents of 1..64 blocks covering the region, in a shuffled order. */
+static void dur_plan(struct dur_lun *l)
+{
+	uint32_t maxe = DUR_MAX_EXTENT;
+	size_t cap = (size_t)l->nblocks;
+
+	if (l->g.max_xfer_blocks && maxe > l->g.max_xfer_blocks)
+		maxe = l->g.max_xfer_blocks;
+	l->ext = calloc(cap, sizeof(*l->ext));
+	CHECK(l->ext, "out of memory");
+	l->n_ext = 0;
+	for (uint64_t lba = 0; lba < l->nblocks;) {
+		uint32_t n = 1 + (uint32_t)(itest_rand() % maxe);
+
+		if (n > l->nblocks - lba)
+			n = (uint32_t)(l->nblocks - lba);
+		l->ext[l->n_ext++] = (struct dur_extent){ .lba = lba, .nblocks = n };
+		lba += n;
+	}
+	for (size_t i = l->n_ext; i > 1; i--) {
+		size_t j = (size_t)(itest_rand() % i);
+		struct dur_extent x = l->ext[i - 1];
+
+		l->ext[i - 1] = l->ext[j];
+		l->ext[j] = x;
+	}
+	l->next = 0;
+	l->next_max = l->n_ext;
+	l->data = malloc((size_t)l->nblocks * l->g.bs);
+	CHECK(l->data, "out of memory");
+	itest_fill(l->data, 0, (uint32_t)l->nblocks, l->g.bs, l->seed_new);
+}
+
+/* ----------------------------------------------------- writes in flight */
+
+struct dur_tag {
+	struct dur_lun *l;
+	struct dur_extent *e;
+};
+
+static void dur_issue(struct dur_lun *l);
+
+static void dur_write_cb(struct iscsi_context *iscsi, int status, void *data, void *priv)
+{
+	struct dur_tag *tag = priv;
+	struct dur_lun *l = tag->l;
+	struct scsi_task *t = data;
+
+	l->inflight--;
+	if (status == SCSI_STATUS_GOOD) {
+		tag->e->state = DUR_ACKED;
+		l->acked++;
+		l->acked_blocks += tag->e->nblocks;
+		if (dur_killed)
+			l->acked_after_kill++;
+	} else if (!dur_killed) {
+		itest_fail("%s: WRITE of %u blocks at LBA %" PRIu64 " failed before the kill: %s",
+			   l->url, tag->e->nblocks, tag->e->lba, itest_task_str(iscsi, t));
+	}
+	if (t)
+		scsi_free_scsi_task(t);
+	free(tag);
+	if (!dur_killed)
+		dur_issue(l);
+}
+
+static void dur_issue(struct dur_lun *l)
+{
+	while (l->inflight < ITEST_QD && l->next < l->next_max) {
+		struct dur_extent *e = &l->ext[l->next++];
+		struct dur_tag *tag = malloc(sizeof(*tag));
+		unsigned char *p = l->data + (size_t)e->lba * l->g.bs;
+		int fua = l->wce_off ? 0 : 1;
+		struct scsi_task *t;
+
+		CHECK(tag, "out of memory");
+		tag->l = l;
+		tag->e = e;
+		e->state = DUR_SENT;
+		if (itest_rand() & 1)
+			t = iscsi_write16_task(l->c.iscsi, l->c.lun, e->lba, p, e->nblocks * l->g.bs,
+					       l->g.bs, 0, 0, fua, 0, 0, dur_write_cb, tag);
+		else
+			t = iscsi_write10_task(l->c.iscsi, l->c.lun, (uint32_t)e->lba, p,
+					       e->nblocks * l->g.bs, l->g.bs, 0, 0, fua, 0, 0,
+					       dur_write_cb, tag);
+		CHECK(t, "%s: cannot queue a WRITE: %s", l->url, iscsi_get_error(l->c.iscsi));
+		l->inflight++;
+	}
+}
+
+static bool dur_ready_to_kill(struct dur_lun *ls, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (ls[i].acked < DUR_KILL_AFTER || ls[i].inflight == 0)
+			return false;
+	return true;
+}
+
+static void dur_write_state(const char *path, struct dur_lun *ls, int n)
+{
+	FILE *f = fopen(path, "w");
+
+	CHECK(f, "cannot create %s: %s", path, strerror(errno));
+	for (int i = 0; i < n; i++) {
+		struct dur_lun *l = &ls[i];
+
+		fprintf(f, "lun %s %u %" PRIu64 " 0x%" PRIx64 " 0x%" PRIx64 "\n", l->url, l->g.bs,
+			l->nblocks, l->seed_old, l->seed_new);
+		for (size_t k = 0; k < l->n_ext; k++)
+			if (l->ext[k].state != DUR_UNSENT)
+				fprintf(f, "ext %" PRIu64 " %u %s\n", l->ext[k].lba, l->ext[k].nblocks,
+					l->ext[k].state == DUR_ACKED ? "acked" : "sent");
+	}
+	CHECK(fflush(f) == 0 && fsync(fileno(f)) == 0 && fclose(f) == 0, "cannot write %s: %s",
+	      path, strerror(errno));
+}
+
+int itest_durable_write(int argc, char **argv)
+{
+	struct dur_lun ls[DUR_MAX_LUNS];
+	pid_t pid;
+	uint64_t want;
+	int n;
+	double t0, kill_at = 0;
+
+	CHECK(argc >= 4 && argc - 3 <= DUR_MAX_LUNS,
+	      "usage: durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]... (up to %d URLs)",
+	      DUR_MAX_LUNS);
+	pid = (pid_t)strtol(argv[0], NULL, 10);
+	CHECK(pid > 1, "bad daemon pid %s", argv[0]);
+	want = strtoull(argv[2], NULL, 0);
+	CHECK(want >= 16 * DUR_MAX_EXTENT, "NBLOCKS must be at least %d", 16 * DUR_MAX_EXTENT);
+	n = argc - 3;
+	memset(ls, 0, sizeof(ls));
+	for (int i = 0; i < n; i++) {
+		struct dur_lun *l = &ls[i];
+		char *comma;
+
+		snprintf(l->url, sizeof(l->url), "%s", argv[3 + i]);
+		comma = strchr(l->url, ',');
+		if (comma) {
+			CHECK(strcmp(comma, ",wce-off") == 0, "unknown URL suffix %s", comma);
+			*comma = '\0';
+			l->wce_off = true;
+		}
+		/* every other session sends its data by R2T only */
+		itest_open(&l->c, l->url, (i & 1) ? ITEST_R2T_ONLY : ITEST_R2T_DEFAULT);
+		itest_geometry(&l->c, &l->g);
+		l->nblocks = want < l->g.nblocks ? want : l->g.nblocks;
+		l->seed_old = itest_rand();
+		l->seed_new = itest_rand();
+		if (l->wce_off)
+			dur_wce_off(l);
+		dur_prepare(l);
+		dur_plan(l);
+		itest_note("%s: %" PRIu64 " blocks of %u bytes, %zu extents, %s", l->url, l->nblocks,
+			   l->g.bs, l->n_ext, l->wce_off ? "WCE off, FUA=0" : "FUA=1");
+	}
+
+	t0 = itest_now();
+	for (int i = 0; i < n; i++)
+		dur_issue(&ls[i]);
+	for (;;) {
+		struct pollfd pfd[DUR_MAX_LUNS];
+		int alive = 0;
+
+		if (!dur_killed && dur_ready_to_kill(ls, n)) {
+			CHECK(kill(pid, SIGKILL) == 0, "kill -9 %d: %s", (int)pid, strerror(errno));
+			dur_killed = true;
+			kill_at = itest_now();
+			for (int i = 0; i < n; i++)
+				ls[i].inflight_at_kill = ls[i].inflight;
+		}
+		for (int i = 0; i < n; i++) {
+			pfd[i].fd = ls[i].dead ? -1 : iscsi_get_fd(ls[i].c.iscsi);
+			pfd[i].events = ls[i].dead ? 0 : (short)iscsi_which_events(ls[i].c.iscsi);
+			pfd[i].revents = 0;
+			alive += !ls[i].dead;
+		}
+		if (!alive)
+			break;
+		if (poll(pfd, (nfds_t)n, 200) < 0 && errno != EINTR)
+			itest_fail("poll: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			if (ls[i].dead)
+				continue;
+			if (iscsi_service(ls[i].c.iscsi, pfd[i].revents) < 0) {
+				CHECK(dur_killed, "%s: the session failed before the kill: %s", ls[i].url,
+				      iscsi_get_error(ls[i].c.iscsi));
+				ls[i].dead = true;
+			} else if (dur_killed && (pfd[i].revents & (POLLHUP | POLLERR))) {
+				ls[i].dead = true;
+			}
+			if (!dur_killed && ls[i].next == ls[i].next_max && ls[i].inflight == 0)
+				itest_fail("%s: all %zu extents were written before the kill condition "
+					   "(%d acknowledged writes on every LUN with writes in flight); "
+					   "give a larger NBLOCKS", ls[i].url, ls[i].n_ext, DUR_KILL_AFTER);
+		}
+		if (!dur_killed && itest_now() - t0 > ITEST_TIMEOUT_S)
+			itest_fail("timed out after %d s before the kill condition", ITEST_TIMEOUT_S);
+		if (dur_killed && itest_now() - kill_at > 30)
+			itest_fail("the connections were still up 30 s after kill -9 of the daemon");
+	}
+
+	dur_write_state(argv[1], ls, n);
+	for (int i = 0; i < n; i++) {
+		struct dur_lun *l = &ls[i];
+
+		/* the connection is gone: only the context is left to free */
+		iscsi_destroy_url(l->c.url);
+		iscsi_destroy_context(l->c.iscsi);
+		itest_note("%s: %" PRIu64 " writes (%" PRIu64 " blocks) acknowledged, %d in flight at "
+			   "the kill, %" PRIu64 " of them acknowledged after it", l->url, l->acked,
+			   l->acked_blocks, l->inflight_at_kill, l->acked_after_kill);
+		CHECK(l->inflight_at_kill > 0, "%s: no write was in flight at the kill", l->url);
+		free(l->ext);
+		free(l->data);
+	}
+	itest_note("ok: daemon %d killed with writes in flight; state in %s", (int)pid, argv[1]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ check */
+
+struct dur_check {
+	char url[1024];
+	uint32_t bs;
+	uint64_t nblocks, seed_old, seed_new;
+	uint8_t *state;               /* per block: enum dur_state */
+};
+
+static int dur_read_state(const char *path, struct dur_check *cs)
+{
+	FILE *f = fopen(path, "r");
+	char line[2048];
+	int n = 0, lineno = 0;
+
+	CHECK(f, "cannot open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		struct dur_check *c = n ? &cs[n - 1] : NULL;
+		uint64_t lba;
+		uint32_t k;
+		char what[16];
+
+		lineno++;
+		if (strncmp(line, "lun ", 4) == 0) {
+			CHECK(n < DUR_MAX_LUNS, "%s:%d: too many LUNs", path, lineno);
+			c = &cs[n++];
+			CHECK(sscanf(line, "lun %1023s %u %" SCNu64 " %" SCNx64 " %" SCNx64, c->url, &c->bs,
+				     &c->nblocks, &c->seed_old, &c->seed_new) == 5,
+			      "%s:%d: bad line", path, lineno);
+			c->state = calloc((size_t)c->nblocks, 1);
+			CHECK(c->state, "out of memory");
+		} else if (sscanf(line, "ext %" SCNu64 " %u %15s", &lba, &k, what) == 3) {
+			CHECK(c && lba + k <= c->nblocks, "%s:%d: bad extent", path, lineno);
+			for (uint32_t b = 0; b < k; b++)
+				c->state[lba + b] = strcmp(what, "acked") == 0 ? DUR_ACKED : DUR_SENT;
+		} else {
+			itest_fail("%s:%d: cannot parse '%s'", path, lineno, line);
+		}
+	}
+	fclose(f);
+	CHECK(n > 0, "%s lists no LUN", path);
+	return n;
+}
+
+static void dur_describe(const unsigned char *blk, char *out, size_t len)
+{
+	bool zero = true;
+
+	for (size_t i = 0; i < 16; i++)
+		zero = zero && blk[i] == 0;
+	snprintf(out, len, zero ? "zeros at its start" : "tag lba=%" PRIu64 " seed=0x%" PRIx64,
+		 scsi_get_uint64(blk), scsi_get_uint64(blk + 8));
+}
+
+int itest_durable_check(int argc, char **argv)
+{
+	struct dur_check cs[DUR_MAX_LUNS];
+	int n;
+
+	CHECK(argc == 1, "usage: durable-check STATE");
+	memset(cs, 0, sizeof(cs));
+	n = dur_read_state(argv[0], cs);
+	for (int i = 0; i < n; i++) {
+		struct dur_check *d = &cs[i];
+		struct itest_conn c;
+		struct itest_geom g;
+		uint32_t chunk;
+		unsigned char *old, *neu;
+		uint64_t cnt[3][2] = { { 0 } };   /* [state][holds new] */
+
+		itest_open(&c, d->url, ITEST_R2T_DEFAULT);
+		itest_geometry(&c, &g);
+		CHECK(g.bs == d->bs && g.nblocks >= d->nblocks, "%s: geometry changed across the "
+		      "restart (%u-byte blocks, %" PRIu64 " of them)", d->url, g.bs, g.nblocks);
+		chunk = dur_chunk_blocks(&g);
+		old = malloc((size_t)chunk * g.bs);
+		neu = malloc((size_t)chunk * g.bs);
+		CHECK(old && neu, "out of memory");
+		for (uint64_t lba = 0; lba < d->nblocks;) {
+			uint32_t k = d->nblocks - lba < chunk ? (uint32_t)(d->nblocks - lba) : chunk;
+			struct scsi_task *t = iscsi_read16_sync(c.iscsi, c.lun, lba, k * g.bs, g.bs,
+							      0, 0, 0, 0, 0);
+
+			itest_expect_good(c.iscsi, t, "READ(16) after the restart");
+			CHECK(t->datain.size == (int)(k * g.bs), "READ(16) returned %d bytes, expected %u",
+			      t->datain.size, k * g.bs);
+			itest_fill(old, lba, k, g.bs, d->seed_old);
+			itest_fill(neu, lba, k, g.bs, d->seed_new);
+			for (uint32_t b = 0; b < k; b++) {
+				const unsigned char *got = t->datain.data + (size_t)b * g.bs;
+				bool is_new = memcmp(got, neu + (size_t)b * g.bs, g.bs) == 0;
+				bool is_old = memcmp(got, old + (size_t)b * g.bs, g.bs) == 0;
+				uint8_t st = d->state[lba + b];
+				char desc[128];
+
+				dur_describe(got, desc, sizeof(desc));
+				if (st == DUR_ACKED && !is_new)
+					itest_fail("%s: LBA %" PRIu64 " was acknowledged GOOD but lost its "
+						   "data: it holds %s%s", d->url, lba + b,
+						   is_old ? "the old pattern" : "neither pattern, ", is_old ? "" : desc);
+				if (st == DUR_SENT && !is_new && !is_old)
+					itest_fail("%s: LBA %" PRIu64 " (write in flight at the kill) holds "
+						   "garbage: neither the old nor the new pattern, %s",
+						   d->url, lba + b, desc);
+				if (st == DUR_UNSENT && !is_old)
+					itest_fail("%s: LBA %" PRIu64 " was never written in the test but no "
+						   "longer holds the old pattern: %s", d->url, lba + b,
+						   is_new ? "it holds the new one" : desc);
+				cnt[st][is_new]++;
+			}
+			scsi_free_scsi_task(t);
+			lba += k;
+		}
+		free(old);
+		free(neu);
+		itest_close(&c);
+		itest_note("%s: %" PRIu64 " acknowledged blocks hold the new data; of %" PRIu64
+			   " blocks in flight at the kill %" PRIu64 " hold the new data and %" PRIu64
+			   " the old; %" PRIu64 " blocks never written hold the old data", d->url,
+			   cnt[DUR_ACKED][1], cnt[DUR_SENT][0] + cnt[DUR_SENT][1], cnt[DUR_SENT][1],
+			   cnt[DUR_SENT][0], cnt[DUR_UNSENT][0]);
+		CHECK(cnt[DUR_ACKED][1] > 0, "%s: no acknowledged block to check", d->url);
+		free(d->state);
+	}
+	itest_note("ok: every acknowledged block survived kill -9 and restart");
+	return 0;
+}
