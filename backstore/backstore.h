@@ -87,9 +87,10 @@ struct backstore {
 	bool is_blockdev;
 	bool discard_zeroes;      /* DISCARD reads back zeroes (LBPRZ) */
 	/* Zero-copy reads (see scsi_cmd.zc_ok): the transport may send the
-	 * data straight from here instead of a read into a buffer. */
+	 * data straight from here instead of a read into a buffer. (Files
+	 * gain nothing: sendfile(2) to a loopback socket measured slower
+	 * than read + send.) */
 	uint8_t *mem_base;        /* memory backstore: the whole LUN, else NULL */
-	bool sendfile_ok;         /* page-cache file: sendfile(2) from fd works */
 	void *priv;
 };
 

@@ -202,7 +202,6 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 	bs->dev_block_size = 512;
 	bs->is_blockdev = false;
 	bs->discard_zeroes = true;
-	bs->sendfile_ok = !p->direct;
 	return 0;
 fail:
 	close(fd);

@@ -178,15 +178,9 @@ static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 
 	if (!cmd->nblocks)
 		return SR_OK;
-	if (cmd->zc_ok && !cmd->fua && (bs->mem_base || bs->sendfile_ok)) {
-		/* Zero copy: the transport sends from the LUN itself. */
-		if (bs->mem_base) {
-			cmd->data_ptr = bs->mem_base + off;
-		} else {
-			cmd->data_file = true;
-			cmd->data_fd = bs->fd;
-			cmd->data_off = off;
-		}
+	if (cmd->zc_ok && bs->mem_base) {
+		/* Zero copy: the transport sends from the memory LUN itself. */
+		cmd->data_ptr = bs->mem_base + off;
 		cmd->data_len = cmd->xfer_len;
 		return SR_OK;
 	}

@@ -300,15 +300,11 @@ struct scsi_cmd {
 	enum sense_reason (*execute)(struct scsi_cmd *cmd);
 
 	/* Zero-copy data-in. The transport sets zc_ok when it can send
-	 * data-in from data_ptr, or from data_len bytes of data_fd at
-	 * data_off (data_file), instead of buf; a READ handler may then point
+	 * data-in from data_ptr instead of buf; a READ handler may then point
 	 * there rather than copy. Whatever lies there when the transport
 	 * sends it is what the initiator gets (SCSI orders no concurrent
 	 * READ against WRITE of the same blocks). */
 	bool zc_ok;
-	bool data_file;
-	int data_fd;
-	uint64_t data_off;
 	const uint8_t *data_ptr;
 
 	/* Data buffer, owned by the transport. */

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "backstore/io_engine.h"
@@ -147,7 +146,6 @@ static void slot_layout(struct iscsi_conn *c, struct tx_slot *sl, const uint8_t 
 	sl->iov[0].iov_base = sl->hdr;
 	sl->iov[0].iov_len = hl;
 	sl->iovcnt = 1;
-	sl->fileidx = -1;
 	if (dlen) {
 		sl->iov[1].iov_base = (void *)data;
 		sl->iov[1].iov_len = dlen;
@@ -165,31 +163,6 @@ static void slot_layout(struct iscsi_conn *c, struct tx_slot *sl, const uint8_t 
 			sl->iov[2].iov_len = tl;
 			sl->iovcnt = 3;
 		}
-	}
-}
-
-/* A Data-In PDU whose data goes from a file straight to the socket
- * (sendfile); only without a data digest (scsi_cmd.zc_ok). */
-static void slot_layout_file(struct iscsi_conn *c, struct tx_slot *sl, int fd, uint64_t off,
-			     uint32_t dlen)
-{
-	slot_layout(c, sl, NULL, 0);
-	bhs_set_dlen(sl->hdr, dlen);
-	if (c->hdigest) {
-		uint32_t crc = crc32c(sl->hdr, ISCSI_BHS_LEN);
-		memcpy(sl->hdr + ISCSI_BHS_LEN, &crc, 4);
-	}
-	sl->iov[1].iov_base = NULL;
-	sl->iov[1].iov_len = dlen;
-	sl->fileidx = 1;
-	sl->fd = fd;
-	sl->foff = off;
-	sl->iovcnt = 2;
-	if (dlen & 3) {
-		memset(sl->trail, 0, 4 - (dlen & 3));
-		sl->iov[2].iov_base = sl->trail;
-		sl->iov[2].iov_len = 4 - (dlen & 3);
-		sl->iovcnt = 3;
 	}
 }
 
@@ -258,10 +231,7 @@ static bool fill_task(struct iscsi_conn *c, struct iscsi_task *t, struct tx_slot
 			put_be32(h + 28, s->exp_cmdsn);
 			put_be32(h + 32, iscsi_session_max_cmdsn(s));
 		}
-		if (t->cmd.data_file)
-			slot_layout_file(c, sl, t->cmd.data_fd, t->cmd.data_off + t->tx_off, len);
-		else
-			slot_layout(c, sl, (t->cmd.data_ptr ? t->cmd.data_ptr : t->cmd.buf) + t->tx_off, len);
+		slot_layout(c, sl, (t->cmd.data_ptr ? t->cmd.data_ptr : t->cmd.buf) + t->tx_off, len);
 		t->tx_off += len;
 		if (collapse) {
 			t->sent_status = true;
@@ -345,53 +315,28 @@ void iscsi_conn_flush(struct iscsi_conn *c)
 		int n = 0;
 		size_t skip = c->slot_sent;
 		ssize_t w;
-		bool file = false;        /* stopped at file data */
-		int ffd = -1;
-		off_t foff = 0;
-		size_t flen = 0;
 
 		fill_slots(c);
 		if (!c->slot_count)
 			break;
-		/* Gather iovecs up to the first file-backed piece: that one
-		 * goes by sendfile once everything before it is out. */
-		for (unsigned i = 0; i < c->slot_count && !file; i++) {
+		for (unsigned i = 0; i < c->slot_count; i++) {
 			struct tx_slot *sl = &c->slots[(c->slot_head + i) % CONN_TX_SLOTS];
 			for (int k = 0; k < sl->iovcnt; k++) {
 				struct iovec v = sl->iov[k];
-				size_t done = 0;
 				if (skip) {
 					if (skip >= v.iov_len) {
 						skip -= v.iov_len;
 						continue;
 					}
-					done = skip;
 					v.iov_base = (char *)v.iov_base + skip;
 					v.iov_len -= skip;
 					skip = 0;
 				}
-				if (k == sl->fileidx) {
-					file = true;
-					ffd = sl->fd;
-					foff = (off_t)(sl->foff + done);
-					flen = v.iov_len;
-					break;
-				}
 				iov[n++] = v;
 			}
 		}
-		if (n) {
-			struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (file ? MSG_MORE : 0));
-		} else {
-			w = sendfile(c->fd, ffd, &foff, flen);
-			if (w == 0) {
-				/* the file is shorter than the LUN claims */
-				c->in_flush = false;
-				iscsi_conn_close(c, "read data missing from the backing file");
-				return;
-			}
-		}
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;

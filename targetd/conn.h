@@ -192,9 +192,6 @@ struct tx_slot {
 	uint8_t trail[3 + ISCSI_DIGEST_LEN];
 	struct iovec iov[CONN_IOV];
 	int iovcnt;
-	int fileidx;                    /* iov[fileidx] is file data (sendfile), -1 none */
-	int fd;
-	uint64_t foff;
 	struct tx_entry *owner;
 	bool last;                      /* owner's last PDU */
 };
