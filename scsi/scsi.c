@@ -216,13 +216,16 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 		if (r)
 			goto fail;
 	}
-	r = op->parse(cmd);
-	if (r)
-		goto fail;
+	/* SBC-4 4.x: a write to a write-protected LUN is refused as such
+	 * before its fields are judged (libiscsi ReadOnly: WRITE SAME with
+	 * UNMAP and no data-out must say WRITE PROTECTED). */
 	if (lun && (op->flags & OPF_WRITES) && scsi_lun_write_protected(lun)) {
 		r = SR_WRITE_PROTECTED;
 		goto fail;
 	}
+	r = op->parse(cmd);
+	if (r)
+		goto fail;
 	return SR_OK;
 fail:
 	cmd->dir = SCSI_DIR_NONE;

@@ -16,9 +16,9 @@ int main(void)
 	srunner_add_suite(sr, vaai_suite());
 	srunner_add_suite(sr, pr_suite());
 	srunner_add_suite(sr, backstore_suite());
+	srunner_add_suite(sr, stats_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
-	srunner_add_suite(sr, stats_suite());
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

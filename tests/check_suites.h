@@ -12,6 +12,6 @@ Suite *scsi_suite(void);
 Suite *vaai_suite(void);
 Suite *pr_suite(void);
 Suite *backstore_suite(void);
+Suite *stats_suite(void);
 
 #endif
-Suite *stats_suite(void);
