@@ -42,7 +42,8 @@ static void usage(FILE *f)
 		"  -f, --foreground      stay in the foreground and log to stderr\n"
 		"  -v, --verbose         log debugging detail (repeatable)\n"
 		"      --check-config    validate the configuration and exit (0 = valid)\n"
-		"  -s, --state-dir DIR   override state_dir\n"
+		"  -s, --state-dir DIR   override state_dir (the embedded default then also\n"
+		"                        puts its control socket there)\n"
 		"  -l, --listen ADDR     override listen (HOST:PORT, [V6]:PORT; repeatable)\n"
 		"      --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
@@ -159,6 +160,14 @@ int main(int argc, char **argv)
 		rc = conf_load_file(&conf, config_file, &errs);
 	} else {
 		conf_default(&conf, state_dir ? state_dir : CONF_DEFAULT_STATE_DIR);
+		if (state_dir) {
+			/* a private embedded instance keeps its socket beside its state */
+			char *sock = NULL;
+			if (asprintf(&sock, "%s/control.sock", state_dir) < 0)
+				return 1;
+			free(conf.control_socket);
+			conf.control_socket = sock;
+		}
 		rc = 0;
 	}
 	if (rc) {
