@@ -319,7 +319,6 @@ void cmdsn_received(struct iscsi_session *s, uint32_t cmdsn);
 /* tmf.c */
 void iscsi_tmf_rx(struct iscsi_conn *c);
 void iscsi_tmf_task_aborted(struct iscsi_task *t);
-void iscsi_session_abort_all(struct iscsi_session *s);
 /* Abort every task of a session on one LUN, as ABORT TASK SET does but with
  * no TMF response (PREEMPT AND ABORT). Returns how many were aborted. */
 unsigned iscsi_session_abort_lun(struct iscsi_session *s, uint64_t lun);

@@ -79,11 +79,14 @@ static bool task_on_lun(const struct iscsi_task *t, uint64_t lun)
 	return t->cmd.lun_id == lun;
 }
 
-void iscsi_session_abort_all(struct iscsi_session *s)
+/* Abort this session's tasks on one LUN; m (if any) waits for them. */
+static void abort_lun_tasks(struct iscsi_session *s, uint64_t lun, struct iscsi_tmf *m)
 {
-	for (unsigned i = 0; i < s->n_tasks; i++)
-		if (s->tasks[i].state != TASK_FREE)
-			abort_task(&s->tasks[i], NULL);
+	for (unsigned i = 0; i < s->n_tasks; i++) {
+		struct iscsi_task *x = &s->tasks[i];
+		if (x->state != TASK_FREE && task_on_lun(x, lun))
+			abort_task(x, m);
+	}
 }
 
 unsigned iscsi_session_abort_lun(struct iscsi_session *s, uint64_t lun)
@@ -174,11 +177,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 			m->response = ISCSI_TMF_RSP_NO_LUN;
 			break;
 		}
-		for (unsigned i = 0; i < s->n_tasks; i++) {
-			struct iscsi_task *x = &s->tasks[i];
-			if (x->state != TASK_FREE && task_on_lun(x, lun))
-				abort_task(x, m);
-		}
+		abort_lun_tasks(s, lun, m);
 		if (func == ISCSI_TMF_CLEAR_TASK_SET)
 			scsi_ua_establish(&s->target->st, (uint16_t)lun, UA_COMMANDS_CLEARED, &s->nexus);
 		break;
@@ -187,11 +186,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 			m->response = ISCSI_TMF_RSP_NO_LUN;
 			break;
 		}
-		for (unsigned i = 0; i < s->n_tasks; i++) {
-			struct iscsi_task *x = &s->tasks[i];
-			if (x->state != TASK_FREE && task_on_lun(x, lun))
-				abort_task(x, m);
-		}
+		abort_lun_tasks(s, lun, m);
 		scsi_lun_reset(sl, &s->nexus);
 		break;
 	case ISCSI_TMF_TARGET_WARM_RESET:
