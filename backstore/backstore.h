@@ -87,10 +87,13 @@ struct backstore {
 	bool is_blockdev;
 	bool discard_zeroes;      /* DISCARD reads back zeroes (LBPRZ) */
 	/* Zero-copy reads (see scsi_cmd.zc_ok): the transport may send the
-	 * data straight from here instead of a read into a buffer. (Files
-	 * gain nothing: sendfile(2) to a loopback socket measured slower
-	 * than read + send.) */
+	 * data straight from here instead of a read into a buffer. The
+	 * daemon itself never touches these bytes: only the kernel copies
+	 * them, in sendmsg(), so a file truncated behind our back gives
+	 * EFAULT there, not SIGBUS. */
 	uint8_t *mem_base;        /* memory backstore: the whole LUN, else NULL */
+	uint8_t *map_base;        /* page-cache file: a read-only shared mapping */
+	uint64_t map_len;         /* bytes of map_base (the size at open) */
 	void *priv;
 };
 
