@@ -289,3 +289,44 @@ void backstore_copy_work(struct bs_io *io)
 	}
 	io->result = r < 0 ? r : (int64_t)len;
 }
+
+void bs_fd_submit(struct io_engine *eng, struct bs_io *io, void (*zero_work)(struct bs_io *io),
+		  uint32_t zero_align)
+{
+	int r = bs_check_io(io);
+
+	if (unlikely(r < 0)) {
+		bs_complete(eng, io, r);
+		return;
+	}
+	switch (io->op) {
+	case BS_OP_READ:
+	case BS_OP_WRITE:
+	case BS_OP_FLUSH:
+		io->xfer_done = 0;
+		if (likely(io_engine_uring_rw(eng, io, io->bs->fd)))
+			return;
+		io_engine_offload(eng, io, io_engine_rw_work);
+		return;
+	case BS_OP_WRITE_ZEROES:
+	case BS_OP_DISCARD:
+		if (io->len == 0) {
+			bs_complete(eng, io, 0);
+			return;
+		}
+		if ((io->offset | io->len) & (zero_align - 1)) {
+			bs_complete(eng, io, -EINVAL);
+			return;
+		}
+		io_engine_offload(eng, io, zero_work);
+		return;
+	case BS_OP_COPY:
+		if (io->len == 0) {
+			bs_complete(eng, io, 0);
+			return;
+		}
+		io_engine_offload(eng, io, backstore_copy_work);
+		return;
+	}
+	bs_complete(eng, io, -EINVAL);
+}

@@ -72,39 +72,7 @@ static void bs_file_zero_work(struct bs_io *io)
 
 static void bs_file_submit(struct io_engine *eng, struct bs_io *io)
 {
-	struct backstore *bs = io->bs;
-	int r = bs_check_io(io);
-
-	if (unlikely(r < 0)) {
-		bs_complete(eng, io, r);
-		return;
-	}
-	switch (io->op) {
-	case BS_OP_READ:
-	case BS_OP_WRITE:
-	case BS_OP_FLUSH:
-		io->xfer_done = 0;
-		if (likely(io_engine_uring_rw(eng, io, bs->fd)))
-			return;
-		io_engine_offload(eng, io, io_engine_rw_work);
-		return;
-	case BS_OP_WRITE_ZEROES:
-	case BS_OP_DISCARD:
-		if (io->len == 0) {
-			bs_complete(eng, io, 0);
-			return;
-		}
-		io_engine_offload(eng, io, bs_file_zero_work);
-		return;
-	case BS_OP_COPY:
-		if (io->len == 0) {
-			bs_complete(eng, io, 0);
-			return;
-		}
-		io_engine_offload(eng, io, backstore_copy_work);
-		return;
-	}
-	bs_complete(eng, io, -EINVAL);
+	bs_fd_submit(eng, io, bs_file_zero_work, 1);
 }
 
 /* Allocate [offset, offset+len) without changing data or size. Not

@@ -45,6 +45,13 @@ static inline void bs_complete(struct io_engine *eng, struct bs_io *io, int64_t 
 	io_engine_complete(eng, io);
 }
 
+/* Submission for the fd-based backstores (file, block): READ, WRITE and
+ * FLUSH on the io_uring (or the worker pool), WRITE_ZEROES and DISCARD
+ * through zero_work on the pool (ranges must be multiples of zero_align
+ * bytes), COPY on the pool. */
+void bs_fd_submit(struct io_engine *eng, struct bs_io *io, void (*zero_work)(struct bs_io *io),
+		  uint32_t zero_align);
+
 /* Worker-pool function: BS_OP_COPY between any two backstores (file,
  * block, memory): a reflink (FICLONERANGE) first, then a bounce buffer. */
 void backstore_copy_work(struct bs_io *io);
