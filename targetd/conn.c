@@ -451,6 +451,17 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	}
 	free(c->rx_owned);
 	c->rx_owned = NULL;
+	if (c->pending_session) {
+		/* closed between the decision to join and the join */
+		struct iscsi_session *ps = c->pending_session;
+		c->pending_session = NULL;
+		atomic_fetch_sub(&ps->conn_slots, 1);
+		if (ps->thread == c->thread && !ps->n_conns) {
+			ps->closing = true;
+			iscsi_session_unregister(ps);
+			iscsi_session_put(ps);
+		}
+	}
 	if (c->login)
 		iscsi_login_free(c);
 	if (s)

@@ -159,6 +159,11 @@ struct iscsi_session {
 
 	struct list_head conns;
 	unsigned n_conns;
+	/* Connections attached or on their way (a login on another thread
+	 * decided to join): MaxConnections counts them, and the session
+	 * lives while any is left. Changed under the registry lock when a
+	 * join is decided, atomically everywhere. */
+	_Atomic unsigned conn_slots;
 	struct list_head reg_link;     /* registry, under the registry lock */
 	bool registered;
 	bool closing;

@@ -218,10 +218,11 @@ static uint16_t login_attach_session(struct iscsi_conn *c)
 			iscsi_session_registry_unlock();
 			return ISCSI_LOGIN_NO_SESSION;
 		}
-		if (s->n_conns >= s->params.max_connections) {
+		if (atomic_load(&s->conn_slots) >= s->params.max_connections) {
 			iscsi_session_registry_unlock();
 			return ISCSI_LOGIN_TOO_MANY_CONNS;
 		}
+		atomic_fetch_add(&s->conn_slots, 1);
 		iscsi_session_registry_unlock();
 		c->pending_session = s;
 		return ISCSI_LOGIN_OK;
@@ -248,6 +249,7 @@ static uint16_t login_attach_session(struct iscsi_conn *c)
 	s->target = l->target;
 	s->params = l->params;
 	s->exp_cmdsn = l->cmdsn;
+	atomic_store(&s->conn_slots, 1);
 	iscsi_session_register(s);
 	iscsi_session_registry_unlock();
 	l->tsih = s->tsih;

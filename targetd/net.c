@@ -144,12 +144,12 @@ void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t)
 	list_add_tail(&c->thread_link, &t->conns);
 	t->n_conns++;
 	c->last_rx_ms = t->now_ms;
-	if (net_epoll_add(t, c->fd, c->want_out ? EPOLLIN | EPOLLOUT : EPOLLIN, &c->epoll_tag)) {
-		iscsi_conn_close(c, "epoll failed");
-		return;
-	}
-	if (s->closing) {
-		iscsi_conn_close(c, "session is closing");
+	if (s->closing || net_epoll_add(t, c->fd, c->want_out ? EPOLLIN | EPOLLOUT : EPOLLIN,
+					&c->epoll_tag)) {
+		/* never joined: give its slot back (the session may end now) */
+		atomic_fetch_sub(&s->conn_slots, 1);
+		iscsi_conn_close(c, s->closing ? "session is closing" : "epoll failed");
+		iscsi_session_put(s);
 		return;
 	}
 	iscsi_conn_join(c, s);

@@ -284,7 +284,7 @@ static void session_free(struct iscsi_session *s)
 /* Free the session once no connection and no task in the SCSI layer holds it. */
 void iscsi_session_put(struct iscsi_session *s)
 {
-	if (s->n_conns || !s->closing)
+	if (s->n_conns || !s->closing || atomic_load(&s->conn_slots))
 		return;
 	for (unsigned i = 0; i < s->n_tasks; i++)
 		if (s->tasks[i].state != TASK_FREE)
@@ -296,6 +296,7 @@ void iscsi_session_detach_conn(struct iscsi_session *s, struct iscsi_conn *c)
 {
 	list_del(&c->sess_link);
 	s->n_conns--;
+	atomic_fetch_sub(&s->conn_slots, 1);
 	/* Tasks with allegiance to this connection end with it (ERL 0). */
 	for (unsigned i = 0; i < s->n_tasks; i++) {
 		struct iscsi_task *t = &s->tasks[i];
