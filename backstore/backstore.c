@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include "backstore/bs_impl.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 static const struct backstore_ops *const bs_types[] = {
 	&bs_file_ops,

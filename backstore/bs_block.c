@@ -30,7 +30,7 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include "backstore/bs_impl.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 static int bs_block_zeroout(int fd, uint64_t offset, uint64_t len)
 {

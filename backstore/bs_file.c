@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <linux/falloc.h>
 #include "backstore/bs_impl.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 /* Zero [offset, offset+len) of a regular file; keep_alloc: the range must
  * stay allocated (WRITE_ZEROES, thick DISCARD). 0 or -errno. */

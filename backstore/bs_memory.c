@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "backstore/bs_impl.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 #define MEM_PAGE 4096u
 #define MEM_PAGE_SHIFT 12

@@ -64,7 +64,7 @@
 #include <liburing.h>
 #endif
 #include "backstore/io_engine.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 #define POOL_MIN_THREADS 2
 #define POOL_MAX_THREADS 8

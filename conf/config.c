@@ -28,7 +28,7 @@
 
 #include "conf/conf_int.h"
 #include "conf/config.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 #define CONF_DEFAULT_PORT "3260"
 #define CONF_KEY_MAX 256

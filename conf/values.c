@@ -15,7 +15,7 @@
 
 #include "conf/conf_int.h"
 #include "conf/config.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 /* ---- memory: a config that cannot be built is fatal ------------------ */
 

@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "scsi/pr_int.h"
-#include "targetd/crc32c.h"
-#include "targetd/util.h"
+#include "common/crc32c.h"
+#include "common/util.h"
 
 #define PR_FILE_MAGIC "targetd-pr 1"
 #define PR_FILE_MAX (1u << 20)

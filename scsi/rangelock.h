@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "targetd/util.h"
+#include "common/util.h"
 
 struct bs_io;
 struct io_engine;

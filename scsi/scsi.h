@@ -39,7 +39,7 @@
 #include <stdint.h>
 #include "backstore/backstore.h"
 #include "scsi/rangelock.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 #define SCSI_MAX_LUNS 256
 #define SCSI_MAX_CDB 32

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "scsi/scsi.h"
 #include "backstore/io_engine.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 /* INQUIRY PRODUCT REVISION LEVEL source (first 4 characters). */
 #ifdef PACKAGE_VERSION

@@ -20,7 +20,7 @@
 #include "backstore/io_engine.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
-#include "targetd/crc32c.h"
+#include "common/crc32c.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 

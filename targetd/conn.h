@@ -33,8 +33,8 @@
 #include "scsi/scsi.h"
 #include "targetd/iscsi_pdu.h"
 #include "targetd/params.h"
-#include "targetd/bufpool.h"
-#include "targetd/util.h"
+#include "common/bufpool.h"
+#include "common/util.h"
 
 struct net_thread;
 struct iscsi_conn;

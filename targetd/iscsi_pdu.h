@@ -4,7 +4,11 @@
 #define TARGETD_ISCSI_PDU_H
 
 #include <stdint.h>
-#include "targetd/util.h"
+#include "common/util.h"
+
+/* Serial number arithmetic (RFC 1982, 32 bits) for CmdSN/StatSN/DataSN. */
+static inline int sn_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+static inline int sn_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
 
 #define ISCSI_BHS_LEN 48
 #define ISCSI_DIGEST_LEN 4

@@ -24,11 +24,10 @@
 #include "conf/config.h"
 #include "scsi/stats.h"
 #include "targetd/control.h"
-#include "targetd/crc32c.h"
+#include "common/crc32c.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
-extern int log_to_syslog;
 
 static void usage(FILE *f)
 {

@@ -13,8 +13,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "targetd/bufpool.h"
-#include "targetd/util.h"
+#include "common/bufpool.h"
+#include "common/util.h"
 
 struct io_engine;
 struct iscsi_conn;

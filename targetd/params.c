@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "targetd/params.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 /* ---- key=value parsing (RFC 7143 6.1) ---------------------------------- */
 

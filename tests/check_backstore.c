@@ -24,7 +24,7 @@
 #include <linux/seccomp.h>
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
-#include "targetd/util.h"
+#include "common/util.h"
 #include "tests/check_suites.h"
 
 #define MiB (1024ull * 1024)

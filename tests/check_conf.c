@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "conf/config.h"
-#include "targetd/util.h"
+#include "common/util.h"
 #include "tests/check_suites.h"
 
 #define EXAMPLE_CONF TEST_SRCDIR "/../conf/targetd.conf.example"

@@ -6,7 +6,7 @@
 #include "config.h"
 #include <pthread.h>
 #include <string.h>
-#include "targetd/crc32c.h"
+#include "common/crc32c.h"
 #include "tests/check_suites.h"
 
 /* Reference: one bit at a time, straight from the definition (reflected

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "targetd/bufpool.h"
+#include "common/bufpool.h"
 #include "targetd/conn.h"
 #include "targetd/iscsi_pdu.h"
 #include "tests/check_suites.h"

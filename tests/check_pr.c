@@ -18,7 +18,7 @@
 #include "conf/config.h"
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 #define T_NAME "iqn.2026-01.org.example:pr-test"
 #define BLOCKS 2048u

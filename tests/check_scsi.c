@@ -13,7 +13,7 @@
 #include "scsi/scsi.h"
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 #define T_NAME "iqn.2026-01.org.example:scsi-test"
 #define MEM_BLOCKS 16384u        /* 8 MiB of 512-byte blocks */

@@ -18,7 +18,7 @@
 #include "scsi/rangelock.h"
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
-#include "targetd/util.h"
+#include "common/util.h"
 
 /* ================================================================ range lock */
 

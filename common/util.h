@@ -1,4 +1,5 @@
-/* Small helpers shared by every module: byte order, container_of, lists. */
+/* Small helpers shared by every layer: byte order, container_of, lists.
+ * common/ knows no layer: it includes nothing above it. */
 #ifndef TARGETD_UTIL_H
 #define TARGETD_UTIL_H
 
@@ -37,10 +38,6 @@ static inline void put_be64(uint8_t *p, uint64_t v)
 	put_be32(p + 4, (uint32_t)v);
 }
 
-/* Serial number arithmetic (RFC 1982, 32 bits) for CmdSN/StatSN/DataSN. */
-static inline int sn_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
-static inline int sn_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
-
 /* Intrusive doubly linked list. */
 struct list_head {
 	struct list_head *next, *prev;
@@ -73,13 +70,7 @@ static inline void list_del(struct list_head *n)
 	for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
 #define list_for_each(pos, head) for (pos = (head)->next; pos != (head); pos = pos->next)
 
-/* Logging (targetd/log.c). Levels follow syslog. */
-enum { LOG_LVL_ERR = 3, LOG_LVL_WARN = 4, LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
-extern int log_level;
-void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define log_err(...) log_msg(LOG_LVL_ERR, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
-#define log_debug(...) do { if (unlikely(log_level >= LOG_LVL_DEBUG)) log_msg(LOG_LVL_DEBUG, __VA_ARGS__); } while (0)
+/* Every module logs; the declarations live in common/log.h. */
+#include "common/log.h"
 
 #endif

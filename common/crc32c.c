@@ -19,7 +19,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
-#include "targetd/crc32c.h"
+#include "common/crc32c.h"
 
 #define CRC32C_POLY_REFLECTED 0x82f63b78u
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <syslog.h>
 #include <time.h>
-#include "targetd/util.h"
+#include "common/log.h"
 
 int log_level = LOG_LVL_INFO;
 int log_to_syslog;

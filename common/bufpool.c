@@ -1,7 +1,7 @@
 /* Per-thread data buffer pool: see bufpool.h. */
 #include "config.h"
 #include <stdlib.h>
-#include "targetd/bufpool.h"
+#include "common/bufpool.h"
 
 void bufpool_init(struct bufpool *p, size_t cache_limit)
 {
