@@ -1172,6 +1172,7 @@ static const struct {
 	{ "hdigest", case_hdigest, "CRC32C digests; bad data digest: Reject; bad header digest: drop" },
 	{ "idle", case_idle, "connections that never log in: closed after login_timeout" },
 	{ "random", case_random, "thousands of random PDUs after login, in batches" },
+	{ "r2t-queued", pf_case_r2t_queued, "a task ends while its R2T waits in the transmit ring: no double free" },
 	{ "mcs-pipelined", case_mcs_pipelined, "a joining connection pipelines a command behind its login" },
 };
 

@@ -110,6 +110,7 @@ void pf_crc32c_init_table(void);
 void pf_crc32c_put(uint8_t *out, const uint8_t *a, size_t an, const uint8_t *b, size_t bn);
 int pf_send_all(int fd, const void *buf, size_t len);
 void pf_conn_open(struct pf_conn *c, const char *label);
+void pf_conn_open_rcvbuf(struct pf_conn *c, const char *label, int rcvbuf);
 void pf_conn_close(struct pf_conn *c);
 int pf_send_pdu(struct pf_conn *c, uint8_t *bhs, const uint8_t *ahs, uint32_t ahslen,
 		const uint8_t *data, uint32_t dlen, unsigned flags);
@@ -136,5 +137,9 @@ void pf_roundtrip_ok(struct pf_conn *c);
 void pf_logout_ok(struct pf_conn *c);
 void pf_healthy_open(void);
 void pf_health_check(const char *after);
+
+/* pdufuzz_r2t.c: a task ending while its R2T is still queued */
+unsigned pf_stall_conn(struct pf_conn *c, const char *label, size_t extra);
+void pf_case_r2t_queued(void);
 
 #endif

@@ -117,7 +117,7 @@ void pf_crc32c_put(uint8_t *out, const uint8_t *a, size_t an, const uint8_t *b, 
 
 /* ---- sockets with deadlines ------------------------------------------ */
 
-static int pf_tcp_connect(void)
+static int pf_tcp_connect(int rcvbuf)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
 	struct addrinfo *ai;
@@ -129,6 +129,9 @@ static int pf_tcp_connect(void)
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		pf_fail("socket: %s", strerror(errno));
+	/* before connect(): the window announced to the target follows it */
+	if (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
+		pf_fail("SO_RCVBUF: %s", strerror(errno));
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen))
 		pf_fail("connect to %s:%s: %s (is the daemon still running?)", pf_opt.host, pf_opt.port, strerror(errno));
 	freeaddrinfo(ai);
@@ -198,8 +201,15 @@ static unsigned pf_isid_counter;
 
 void pf_conn_open(struct pf_conn *c, const char *label)
 {
+	pf_conn_open_rcvbuf(c, label, 0);
+}
+
+/* The same with the socket's receive buffer set to rcvbuf bytes (0: the
+ * system's default), for an initiator that reads slowly. */
+void pf_conn_open_rcvbuf(struct pf_conn *c, const char *label, int rcvbuf)
+{
 	memset(c, 0, sizeof(*c));
-	c->fd = pf_tcp_connect();
+	c->fd = pf_tcp_connect(rcvbuf);
 	c->label = label;
 	/* ISID type "random" (RFC 7143 11.12.5); unique per connection of
 	 * this process so no login reinstates another session. */
