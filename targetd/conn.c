@@ -108,10 +108,20 @@ static void task_queue_tx(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 
+	TASK_ASSERT(t, TASK_LIVE(t));
 	if (!list_empty(&t->tx.link))
 		return;
 	list_add_tail(&t->tx.link, &c->txq);
 	conn_mark_dirty(c);
+}
+
+/* The task stops soliciting data (all of it arrived, or it ended): R2Ts
+ * not laid out yet are not sent. */
+static void task_unqueue_tx(struct iscsi_task *t)
+{
+	if (!list_empty(&t->tx.link))
+		list_del(&t->tx.link);
+	t->r2t_pending = false;
 }
 
 static void fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance)
@@ -182,6 +192,7 @@ static bool fill_task(struct iscsi_conn *c, struct iscsi_task *t, struct tx_slot
 	struct iscsi_session *s = t->sess;
 	uint8_t *h = sl->hdr;
 
+	TASK_ASSERT(t, t->state == TASK_DATA_OUT || t->state == TASK_RESPOND);
 	memset(h, 0, ISCSI_BHS_LEN);
 	if (t->state == TASK_DATA_OUT) {
 		/* R2T (RFC 7143 11.8) */
@@ -270,18 +281,32 @@ static bool fill_pdu(struct iscsi_conn *c, struct tx_pdu *p, struct tx_slot *sl)
 	return true;
 }
 
-static void entry_done(struct iscsi_conn *c, struct tx_entry *e)
+/* A slot was sent: a standalone PDU is freed after its last byte; a task
+ * lets go of the slot, and ends once its status is out. */
+static void slot_done(struct iscsi_conn *c, struct tx_slot *sl)
 {
+	struct tx_entry *e = sl->owner;
+
+	sl->owner = NULL;
 	if (e->kind == TX_PDU) {
 		struct tx_pdu *p = container_of(e, struct tx_pdu, e);
+		if (!sl->last)
+			return;
 		if (p->close_after)
 			c->close_after_tx = true;
 		pdu_free(p);
 	} else {
 		struct iscsi_task *t = container_of(e, struct iscsi_task, tx);
-		if (t->state == TASK_DATA_OUT)
-			return;   /* R2Ts out; the task waits for data */
-		iscsi_task_free(t);
+		bool ends = sl->status && t->state == TASK_RESPOND;
+
+		/* The status slot holds a reference like any other: the task
+		 * ends after the put, never while the slot still names it. */
+		if (ends) {
+			t->tx_refs--;
+			iscsi_task_free(t);
+		} else {
+			iscsi_task_tx_put(t);
+		}
 	}
 }
 
@@ -292,10 +317,15 @@ static void fill_slots(struct iscsi_conn *c)
 		struct tx_slot *sl = &c->slots[(c->slot_head + c->slot_count) % CONN_TX_SLOTS];
 		bool last;
 
-		if (e->kind == TX_PDU)
+		sl->status = false;
+		if (e->kind == TX_PDU) {
 			last = fill_pdu(c, container_of(e, struct tx_pdu, e), sl);
-		else
-			last = fill_task(c, container_of(e, struct iscsi_task, tx), sl);
+		} else {
+			struct iscsi_task *t = container_of(e, struct iscsi_task, tx);
+			last = fill_task(c, t, sl);
+			sl->status = last && t->state == TASK_RESPOND;
+			t->tx_refs++;
+		}
 		sl->owner = e;
 		sl->last = last;
 		if (last)
@@ -367,9 +397,7 @@ void iscsi_conn_flush(struct iscsi_conn *c)
 			done -= len;
 			c->slot_head = (c->slot_head + 1) % CONN_TX_SLOTS;
 			c->slot_count--;
-			if (sl->last)
-				entry_done(c, sl->owner);
-			sl->owner = NULL;
+			slot_done(c, sl);
 		}
 		if (c->close_after_tx && !c->slot_count && list_empty(&c->txq)) {
 			c->in_flush = false;
@@ -434,15 +462,22 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	close(c->fd);
 	c->fd = -1;
 	list_del(&c->dirty_link);
-	/* Drop everything queued for transmission. */
+	/* Drop everything queued for transmission: the slots let go of their
+	 * tasks (a zombie is released here, live tasks below). */
 	for (unsigned i = 0; i < c->slot_count; i++) {
 		struct tx_slot *sl = &c->slots[(c->slot_head + i) % CONN_TX_SLOTS];
-		if (sl->last && sl->owner && sl->owner->kind == TX_PDU)
-			pdu_free(container_of(sl->owner, struct tx_pdu, e));
-		/* tasks are released below */
+		if (!sl->owner)
+			continue;
+		if (sl->owner->kind == TX_PDU) {
+			if (sl->last)
+				pdu_free(container_of(sl->owner, struct tx_pdu, e));
+		} else {
+			iscsi_task_tx_put(container_of(sl->owner, struct iscsi_task, tx));
+		}
 		sl->owner = NULL;
 	}
 	c->slot_count = 0;
+	c->slot_sent = 0;
 	while (!list_empty(&c->txq)) {
 		struct tx_entry *e = list_entry(c->txq.next, struct tx_entry, link);
 		list_del(&e->link);
@@ -1095,6 +1130,10 @@ void iscsi_task_exec(struct iscsi_task *t)
 {
 	struct iscsi_session *s = t->sess;
 
+	TASK_ASSERT(t, t->state == TASK_DATA_OUT || t->state == TASK_QUEUED);
+	/* Data that came before the R2Ts were laid out (a guessed TTT)
+	 * leaves R2Ts nobody needs: they are not sent. */
+	task_unqueue_tx(t);
 	t->state = TASK_EXEC;
 	s->exec_count++;
 	if (!scsi_cmd_execute(&t->cmd)) {
@@ -1127,10 +1166,14 @@ void iscsi_task_respond(struct iscsi_task *t)
 		t->sess->stat_in_bytes += cmd->data_len;
 	else if (cmd->dir == SCSI_DIR_WRITE)
 		t->sess->stat_out_bytes += cmd->buf_len;
+	TASK_ASSERT(t, TASK_LIVE(t));
 	if (t->conn->dead) {
 		iscsi_task_free(t);
 		return;
 	}
+	/* Queued for R2Ts still (it ended while collecting data): its status
+	 * goes at the end of the queue instead. */
+	task_unqueue_tx(t);
 	t->state = TASK_RESPOND;
 	t->tx_off = 0;
 	t->tx_len = 0;

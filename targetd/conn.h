@@ -23,6 +23,20 @@
  *   order) -> EXEC (in the SCSI layer / backstore) -> RESPOND (in the
  *   transmit queue) -> FREE. A task that task management aborts while EXEC
  *   moves to ABORTED and is freed when the backstore completes it.
+ *
+ * Transmit references: every slot of a connection's transmit ring that
+ * holds a PDU of a task (an R2T, a Data-In, the status) counts in
+ * task->tx_refs until the slot is sent or dropped. A task that ends while
+ * any slot still names it (ABORT TASK or a Data-Out error while its R2T
+ * waits behind unsent PDUs, say) is only ZOMBIE: gone for the protocol
+ * (not in the ITT hash, not in the transmit queue, not counted in the
+ * CmdSN window, found by no task management), but its slot, buffer and
+ * connection stay until the last slot lets go; only then is it FREE and
+ * back on the free list. So a ring entry never names a freed or reused
+ * task. iscsi_task_free() refuses a task that is FREE or ZOMBIE already;
+ * built with TARGETD_DEBUG (configure --enable-sanitizers or
+ * --enable-debug) a freed task is poisoned, and a second free, a write to
+ * a freed task or any use of one aborts the daemon with the culprit named.
  */
 #ifndef TARGETD_CONN_H
 #define TARGETD_CONN_H
@@ -48,6 +62,7 @@ enum task_state {
 	TASK_EXEC,
 	TASK_RESPOND,
 	TASK_ABORTED,
+	TASK_ZOMBIE,       /* ended, transmit ring slots still name it */
 };
 
 /* Something waiting in a connection's transmit queue. */
@@ -75,6 +90,7 @@ struct iscsi_task {
 	struct iscsi_conn *conn;       /* connection allegiance */
 	enum task_state state;
 	uint16_t idx;                  /* index in sess->tasks, used in TTTs */
+	uint16_t tx_refs;              /* transmit ring slots naming this task */
 	bool immediate;
 	bool in_hash;
 	bool parse_failed;             /* result set at parse; data is discarded */
@@ -199,6 +215,7 @@ struct tx_slot {
 	int iovcnt;
 	struct tx_entry *owner;
 	bool last;                      /* owner's last PDU */
+	bool status;                    /* a task's status: the task ends once sent */
 };
 
 struct iscsi_conn {
@@ -299,6 +316,17 @@ void iscsi_session_detach_conn(struct iscsi_session *s, struct iscsi_conn *c);
 void iscsi_session_put(struct iscsi_session *s);
 struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate);
 void iscsi_task_free(struct iscsi_task *t);
+/* A transmit ring slot naming t was sent or dropped. */
+void iscsi_task_tx_put(struct iscsi_task *t);
+/* A task used in a state it cannot be in (freed, zombie): logged; with
+ * TARGETD_DEBUG the daemon aborts. */
+void iscsi_task_bug(const struct iscsi_task *t, const char *what, const char *where);
+#define TASK_LIVE(t) ((t)->state != TASK_FREE && (t)->state != TASK_ZOMBIE)
+#ifdef TARGETD_DEBUG
+#define TASK_ASSERT(t, cond) ((cond) ? (void)0 : iscsi_task_bug((t), #cond, __func__))
+#else
+#define TASK_ASSERT(t, cond) ((void)0)
+#endif
 struct iscsi_task *iscsi_task_find(struct iscsi_session *s, uint32_t itt);
 void iscsi_task_hash_add(struct iscsi_task *t);
 void iscsi_task_hash_del(struct iscsi_task *t);

@@ -142,6 +142,46 @@ struct iscsi_session *iscsi_session_new(struct iscsi_conn *c)
 	return s;
 }
 
+#define TASK_POISON 0x6b
+
+void iscsi_task_bug(const struct iscsi_task *t, const char *what, const char *where)
+{
+	log_err("BUG: task %u (ITT %#x, state %d, %u ring slots) of session %llu: %s in %s", t->idx,
+		t->itt, (int)t->state, t->tx_refs, (unsigned long long)t->sess->id, what, where);
+#ifdef TARGETD_DEBUG
+	abort();
+#endif
+}
+
+#ifdef TARGETD_DEBUG
+/* A freed task is filled with TASK_POISON but for what the free list and
+ * the loops over the task table read (identity, state, free-list link). */
+static void task_poison(struct iscsi_task *t)
+{
+	struct iscsi_session *sess = t->sess;
+	uint16_t idx = t->idx;
+	uint32_t ttt_base = t->ttt_base;
+
+	memset(t, TASK_POISON, sizeof(*t));
+	t->sess = sess;
+	t->idx = idx;
+	t->ttt_base = ttt_base;
+	t->state = TASK_FREE;
+	t->tx_refs = 0;
+	t->conn = NULL;
+}
+
+/* Nothing wrote to the task while it was free. */
+static void task_check_poison(const struct iscsi_task *t)
+{
+	const uint8_t *p = (const uint8_t *)&t->cmd;
+
+	for (size_t i = 0; i < sizeof(t->cmd); i++)
+		if (p[i] != TASK_POISON)
+			iscsi_task_bug(t, "written to while free", __func__);
+}
+#endif
+
 struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate)
 {
 	struct iscsi_task *t = s->free_list;
@@ -150,6 +190,11 @@ struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate)
 
 	if (!t)
 		return NULL;
+	if (t->state != TASK_FREE || t->tx_refs)
+		iscsi_task_bug(t, "on the free list but not free", __func__);
+#ifdef TARGETD_DEBUG
+	task_check_poison(t);
+#endif
 	s->free_list = t->hnext;
 	/* Reset everything but identity. */
 	buf = NULL;
@@ -177,14 +222,44 @@ struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate)
 	return t;
 }
 
-void iscsi_task_free(struct iscsi_task *t)
+/* The task is gone for good: nothing names it any more. */
+static void task_release(struct iscsi_task *t)
 {
 	struct iscsi_session *s = t->sess;
 	struct iscsi_conn *c = t->conn;
 
-	scsi_stats_release(&t->cmd);   /* the LUN may be freed by a reload now */
+	if (t->bb) {
+		bufpool_put(&s->thread->pool, t->bb);
+		t->bb = NULL;
+	}
+#ifdef TARGETD_DEBUG
+	task_poison(t);
+#endif
+	t->state = TASK_FREE;
+	t->hnext = s->free_list;
+	s->free_list = t;
+	if (c) {
+		t->conn = NULL;
+		c->refs--;
+		iscsi_conn_release(c);
+	}
+	iscsi_session_put(s);
+}
+
+/* End a task: it leaves the ITT hash, the transmit queue and the CmdSN
+ * window now; it is released (buffer, connection, slot) once no transmit
+ * ring slot names it (conn.h: transmit references). */
+void iscsi_task_free(struct iscsi_task *t)
+{
+	struct iscsi_session *s = t->sess;
 	struct list_head *pos;
 
+	if (!TASK_LIVE(t)) {
+		/* Never corrupt the free list, whatever the caller did. */
+		iscsi_task_bug(t, "freed twice", __func__);
+		return;
+	}
+	scsi_stats_release(&t->cmd);   /* the LUN may be freed by a reload now */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
 	/* A connection may be in the middle of receiving this task's data
@@ -200,23 +275,26 @@ void iscsi_task_free(struct iscsi_task *t)
 	}
 	if (!list_empty(&t->tx.link))
 		list_del(&t->tx.link);
-	if (t->bb) {
-		bufpool_put(&s->thread->pool, t->bb);
-		t->bb = NULL;
-	}
+	t->r2t_pending = false;
 	if (t->counted) {
 		t->counted = false;
 		s->active--;
 	}
-	t->state = TASK_FREE;
-	t->hnext = s->free_list;
-	s->free_list = t;
-	if (c) {
-		t->conn = NULL;
-		c->refs--;
-		iscsi_conn_release(c);
+	if (t->tx_refs) {
+		t->state = TASK_ZOMBIE;
+		return;
 	}
-	iscsi_session_put(s);
+	task_release(t);
+}
+
+void iscsi_task_tx_put(struct iscsi_task *t)
+{
+	if (!t->tx_refs) {
+		iscsi_task_bug(t, "more ring slots let go than held", __func__);
+		return;
+	}
+	if (--t->tx_refs == 0 && t->state == TASK_ZOMBIE)
+		task_release(t);
 }
 
 static unsigned itt_hash(uint32_t itt)
@@ -300,7 +378,7 @@ void iscsi_session_detach_conn(struct iscsi_session *s, struct iscsi_conn *c)
 	/* Tasks with allegiance to this connection end with it (ERL 0). */
 	for (unsigned i = 0; i < s->n_tasks; i++) {
 		struct iscsi_task *t = &s->tasks[i];
-		if (t->state == TASK_FREE || t->conn != c)
+		if (!TASK_LIVE(t) || t->conn != c)
 			continue;
 		if (t->state == TASK_EXEC) {
 			t->state = TASK_ABORTED;

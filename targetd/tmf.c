@@ -84,7 +84,7 @@ static void abort_lun_tasks(struct iscsi_session *s, uint64_t lun, struct iscsi_
 {
 	for (unsigned i = 0; i < s->n_tasks; i++) {
 		struct iscsi_task *x = &s->tasks[i];
-		if (x->state != TASK_FREE && task_on_lun(x, lun))
+		if (TASK_LIVE(x) && task_on_lun(x, lun))
 			abort_task(x, m);
 	}
 }
@@ -96,7 +96,7 @@ unsigned iscsi_session_abort_lun(struct iscsi_session *s, uint64_t lun)
 	for (unsigned i = 0; i < s->n_tasks; i++) {
 		struct iscsi_task *x = &s->tasks[i];
 
-		if (x->state != TASK_FREE && x->state != TASK_ABORTED &&
+		if (TASK_LIVE(x) && x->state != TASK_ABORTED &&
 		    x->state != TASK_RESPOND && task_on_lun(x, lun)) {
 			/* iscsi_task_free() redirects a half-received Data-Out */
 			abort_task(x, NULL);
@@ -145,7 +145,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 		struct iscsi_task *t = NULL;
 		for (unsigned i = 0; i < s->n_tasks; i++) {
 			struct iscsi_task *x = &s->tasks[i];
-			if (x->state != TASK_FREE && x->state != TASK_ABORTED && x->itt == rtt) {
+			if (TASK_LIVE(x) && x->state != TASK_ABORTED && x->itt == rtt) {
 				t = x;
 				break;
 			}
@@ -193,7 +193,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 	case ISCSI_TMF_TARGET_COLD_RESET:
 		for (unsigned i = 0; i < s->n_tasks; i++) {
 			struct iscsi_task *x = &s->tasks[i];
-			if (x->state != TASK_FREE)
+			if (TASK_LIVE(x))
 				abort_task(x, m);
 		}
 		scsi_target_reset(&s->target->st, &s->nexus, func == ISCSI_TMF_TARGET_COLD_RESET);
