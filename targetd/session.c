@@ -109,6 +109,10 @@ unsigned iscsi_session_count(void)
 	return n;
 }
 
+#ifdef TARGETD_DEBUG
+static void task_poison(struct iscsi_task *t);
+#endif
+
 struct iscsi_session *iscsi_session_new(struct iscsi_conn *c)
 {
 	struct iscsi_session *s = calloc(1, sizeof(*s));
@@ -133,6 +137,9 @@ struct iscsi_session *iscsi_session_new(struct iscsi_conn *c)
 		t->ttt_base = (uint32_t)(i + 1) << 16;
 		list_init(&t->tx.link);
 		t->tx.kind = TX_TASK;
+#ifdef TARGETD_DEBUG
+		task_poison(t);
+#endif
 		t->hnext = s->free_list;
 		s->free_list = t;
 	}
