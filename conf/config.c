@@ -35,6 +35,9 @@
 #define CONF_CHAP_SECRET_MIN 12   /* RFC 7143 9.2.1: at least 96 bits */
 #define CONF_CHAP_SECRET_MAX 255
 #define CONF_TEXT_MAX 255
+/* The largest data buffer one command may need (an 8 MiB transfer, twice
+ * for COMPARE AND WRITE): a connection must be allowed at least that. */
+#define CONF_MIN_CONN_BUFFER (16LL << 20)
 
 struct conf_ctx {
 	const char *name;          /* file name for messages, as the caller gave it */
@@ -143,6 +146,7 @@ enum conf_kind {
 	CONF_K_STR,     /* non-empty string, duplicated into char * */
 	CONF_K_ASCII,   /* 1..max printable ASCII characters into char * */
 	CONF_K_FUNC,    /* handler */
+	CONF_K_SIZE,    /* bytes ("64M" or an integer) in [min, max] into uint64_t */
 };
 
 struct conf_field;
@@ -197,6 +201,37 @@ static bool conf_get_uint(struct conf_ctx *x, const config_setting_t *s, const c
 	return true;
 }
 
+/* A byte count: an integer, or a string with a K/M/G/T suffix. */
+static bool conf_get_bytes(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			   long long min, long long max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (conf_is_int(s)) {
+		long long i = config_setting_get_int64(s);
+		if (i < 0) {
+			conf_err(x, s, key, "must not be negative");
+			return false;
+		}
+		v = (uint64_t)i;
+	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		if (conf_parse_size(config_setting_get_string(s), &v) < 0) {
+			conf_err(x, s, key, "\"%s\" is not a size (bytes, or a number with K, M, G or T)",
+				 config_setting_get_string(s));
+			return false;
+		}
+	} else {
+		conf_err(x, s, key, "must be a size: bytes, or a string such as \"64M\"");
+		return false;
+	}
+	if (v < (uint64_t)min || v > (uint64_t)max) {
+		conf_err(x, s, key, "%llu bytes is out of range (%lld to %lld)", (unsigned long long)v, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
 static void conf_set_field(struct conf_ctx *x, const config_setting_t *s, const char *key,
 			   const struct conf_field *f, void *obj)
 {
@@ -229,6 +264,9 @@ static void conf_set_field(struct conf_ctx *x, const config_setting_t *s, const 
 		break;
 	case CONF_K_FUNC:
 		f->fn(x, s, key, obj);
+		break;
+	case CONF_K_SIZE:
+		conf_get_bytes(x, s, key, f->min, f->max, (uint64_t *)(void *)(base + f->off));
 		break;
 	}
 }
@@ -1118,6 +1156,18 @@ static const struct conf_field conf_root_fields[] = {
 	{ "metrics_listen", CONF_K_FUNC, 0, 0, 0, conf_root_metrics },
 	{ "portal_groups", CONF_K_FUNC, 0, 0, 0, conf_root_portal_groups },
 	{ "targets", CONF_K_FUNC, 0, 0, 0, conf_root_targets },
+#define LIM(f) offsetof(struct conf, limits.f)
+	{ "max_connections", CONF_K_UINT, LIM(max_connections), 1, 1000000, NULL },
+	{ "max_connections_per_target", CONF_K_UINT, LIM(max_connections_per_target), 1, 1000000, NULL },
+	{ "max_sessions_per_initiator", CONF_K_UINT, LIM(max_sessions_per_initiator), 1, 65535, NULL },
+	{ "max_buffer_per_connection", CONF_K_SIZE, LIM(max_buffer_per_connection),
+	  CONF_MIN_CONN_BUFFER, 1LL << 40, NULL },
+	{ "max_buffer_total", CONF_K_SIZE, LIM(max_buffer_total), CONF_MIN_CONN_BUFFER, 1LL << 44, NULL },
+	{ "max_pending_tx_per_connection", CONF_K_SIZE, LIM(max_pending_tx_per_connection), 65536,
+	  1LL << 40, NULL },
+	{ "max_text_response", CONF_K_UINT, LIM(max_text_response), 8192, 16777216, NULL },
+	{ "data_out_timeout", CONF_K_UINT, LIM(data_out_timeout), 1, 3600, NULL },
+#undef LIM
 };
 
 /* Everything that has a default, set before the file is read. */
@@ -1137,6 +1187,14 @@ static void conf_set_defaults(struct conf *c, const char *state_dir)
 	c->initial_r2t = false;
 	c->max_outstanding_r2t = 1;
 	c->use_io_uring = true;
+	c->limits.max_connections = 1024;
+	c->limits.max_connections_per_target = 256;
+	c->limits.max_sessions_per_initiator = 64;
+	c->limits.max_buffer_per_connection = 64u << 20;
+	c->limits.max_buffer_total = 1u << 30;
+	c->limits.max_pending_tx_per_connection = 16u << 20;
+	c->limits.max_text_response = 1u << 20;
+	c->limits.data_out_timeout = 20;
 }
 
 static void conf_default_listen(struct conf *c)
@@ -1146,6 +1204,31 @@ static void conf_default_listen(struct conf *c)
 	c->listen[0].port = conf_xstrdup(CONF_DEFAULT_PORT);
 	c->listen[0].tpgt = 1;
 	c->n_listen = 1;
+}
+
+/* Limits that must agree with each other. */
+static void conf_check_limits(struct conf_ctx *x, const config_setting_t *root, struct conf *c)
+{
+	struct conf_limits *l = &c->limits;
+	const config_setting_t *pc = config_setting_get_member(root, "max_buffer_per_connection");
+	const config_setting_t *tot = config_setting_get_member(root, "max_buffer_total");
+	const config_setting_t *pt = config_setting_get_member(root, "max_connections_per_target");
+
+	if (l->max_buffer_per_connection > l->max_buffer_total) {
+		if (pc)
+			conf_err(x, pc, "max_buffer_per_connection", "%llu exceeds max_buffer_total %llu%s",
+				 (unsigned long long)l->max_buffer_per_connection,
+				 (unsigned long long)l->max_buffer_total, tot ? "" : " (the default)");
+		else
+			l->max_buffer_per_connection = l->max_buffer_total;
+	}
+	if (l->max_connections_per_target > l->max_connections) {
+		if (pt)
+			conf_err(x, pt, "max_connections_per_target", "%u exceeds max_connections %u",
+				 l->max_connections_per_target, l->max_connections);
+		else
+			l->max_connections_per_target = l->max_connections;
+	}
 }
 
 static void conf_parse_root(struct conf_ctx *x, const config_setting_t *root, struct conf *c)
@@ -1172,6 +1255,8 @@ static void conf_parse_root(struct conf_ctx *x, const config_setting_t *root, st
 	}
 	if (!config_setting_get_member(root, "targets"))
 		conf_err(x, NULL, "targets", "missing: at least one target is required");
+
+	conf_check_limits(x, root, c);
 
 	/* RFC 7143 13.14: FirstBurstLength <= MaxBurstLength. A default
 	 * first_burst_length follows a smaller max_burst_length. */

@@ -67,6 +67,21 @@ struct conf_portal_group {
 	int line;
 };
 
+/* Resource limits (targetd.conf(5), RESOURCE LIMITS): what one peer or
+ * all of them together may make the daemon hold. */
+struct conf_limits {
+	unsigned max_connections;            /* TCP connections, all portals (1024) */
+	unsigned max_connections_per_target; /* logged-in connections of one target (256) */
+	unsigned max_sessions_per_initiator; /* sessions of one initiator name, all targets (64) */
+	uint64_t max_buffer_per_connection;  /* data buffer bytes of one connection's commands (64 MiB) */
+	uint64_t max_buffer_total;           /* data buffer bytes of all commands (1 GiB) */
+	uint64_t max_pending_tx_per_connection; /* queued unsent bytes of responses (NOP-In echoes,
+	                                      * Rejects, text) before the connection stops
+	                                      * being read (16 MiB) */
+	unsigned max_text_response;          /* bytes of one Text Response (1 MiB) */
+	unsigned data_out_timeout;           /* seconds a WRITE waits for its Data-Out (20) */
+};
+
 struct conf {
 	char *file;             /* name used in messages ("<embedded>" for default) */
 	struct conf_listen *listen;
@@ -91,6 +106,7 @@ struct conf {
 	struct conf_portal_group *portal_groups; /* ALUA states per tpgt; groups not
 	                                          * listed are active/optimized */
 	unsigned n_portal_groups;
+	struct conf_limits limits;
 };
 
 /* Collected errors, each "FILE:LINE: message" (or "FILE: message"). */

@@ -62,6 +62,7 @@ static const struct sense_entry sense_table[SR__COUNT] = {
 	[SR_DATA_PHASE_ERROR] = { CC, SK_ABORTED_COMMAND, 0x4b, 0x00 },
 	[SR_COPY_ABORTED] = { CC, SK_COPY_ABORTED, 0x00, 0x00 },
 	[SR_OPERATION_IN_PROGRESS] = { CC, SK_ILLEGAL_REQUEST, 0x00, 0x16 },
+	[SR_INITIATOR_RESPONSE_TIMEOUT] = { CC, SK_ABORTED_COMMAND, 0x4b, 0x06 },
 };
 #undef CC
 

@@ -9,6 +9,16 @@
  * prepared PDUs (header + data pointer + digest) and sends as many as it
  * can with one sendmsg(); Data-In PDUs point into the command's buffer, so
  * read data is never copied on its way out.
+ *
+ * Bounds (limits.h): standalone PDUs queued and not yet sent (NOP-In
+ * echoes, Rejects, text and login responses) count in tx_bytes; past
+ * max_pending_tx_per_connection the connection is not read (EPOLLIN off)
+ * until half of that has been sent, so a peer that sends without reading
+ * holds at most that much. Data buffers of a connection's tasks count in
+ * buf_bytes and in the daemon-wide account; a command that would pass
+ * max_buffer_per_connection or max_buffer_total gets TASK SET FULL. A
+ * WRITE that waits longer than data_out_timeout for its Data-Out ends
+ * with CHECK CONDITION (its buffer freed at once).
  */
 #include "config.h"
 #include <errno.h>
@@ -21,6 +31,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "common/crc32c.h"
+#include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
@@ -86,6 +97,8 @@ struct iscsi_conn *iscsi_conn_new(struct net_thread *t, int fd, struct iscsi_por
 	list_init(&c->sess_link);
 	list_init(&c->thread_link);
 	list_init(&c->dirty_link);
+	list_init(&c->kick_link);
+	c->ev_mask = EPOLLIN;
 	c->created_ms = c->last_rx_ms = t->now_ms;
 	return c;
 }
@@ -100,8 +113,60 @@ void iscsi_conn_queue_pdu(struct iscsi_conn *c, struct tx_pdu *p)
 		pdu_free(p);
 		return;
 	}
+	p->acct = ISCSI_BHS_LEN + p->dlen;
+	c->tx_bytes += p->acct;
 	list_add_tail(&p->e.link, &c->txq);
 	conn_mark_dirty(c);
+}
+
+/* A queued standalone PDU is done with (sent or dropped). */
+static void conn_pdu_done(struct iscsi_conn *c, struct tx_pdu *p)
+{
+	c->tx_bytes -= p->acct;
+	pdu_free(p);
+}
+
+uint32_t iscsi_conn_events(const struct iscsi_conn *c)
+{
+	return (c->rx_paused ? 0u : (uint32_t)EPOLLIN) | (c->want_out ? (uint32_t)EPOLLOUT : 0u);
+}
+
+void iscsi_conn_arm(struct iscsi_conn *c)
+{
+	uint32_t ev = iscsi_conn_events(c);
+
+	if (c->dead || c->fd < 0 || ev == c->ev_mask)
+		return;
+	if (net_epoll_mod(c->thread, c->fd, ev, &c->epoll_tag) == 0)
+		c->ev_mask = ev;
+}
+
+/* Too much output queued: stop reading until half of it is sent. */
+static bool conn_rx_throttled(struct iscsi_conn *c)
+{
+	uint64_t lim = rt->res.max_pending_tx_per_connection;
+
+	if (!lim || c->tx_bytes < lim)
+		return false;
+	if (!c->rx_paused) {
+		c->rx_paused = true;
+		limit_hit(LIM_PENDING_TX, "connection %s: %zu bytes of responses not read by the initiator; "
+			  "not reading from it until they are", c->peer, c->tx_bytes);
+		iscsi_conn_arm(c);
+	}
+	return true;
+}
+
+static void conn_rx_resume_check(struct iscsi_conn *c)
+{
+	if (!c->rx_paused || c->tx_bytes > rt->res.max_pending_tx_per_connection / 2)
+		return;
+	c->rx_paused = false;
+	iscsi_conn_arm(c);
+	/* Bytes already in the receive buffer raise no event: read them on
+	 * the next turn of the loop. */
+	if (list_empty(&c->kick_link))
+		list_add_tail(&c->kick_link, &c->thread->kick);
 }
 
 static void task_queue_tx(struct iscsi_task *t)
@@ -294,7 +359,7 @@ static void slot_done(struct iscsi_conn *c, struct tx_slot *sl)
 			return;
 		if (p->close_after)
 			c->close_after_tx = true;
-		pdu_free(p);
+		conn_pdu_done(c, p);
 	} else {
 		struct iscsi_task *t = container_of(e, struct iscsi_task, tx);
 		bool ends = sl->status && t->state == TASK_RESPOND;
@@ -371,10 +436,8 @@ void iscsi_conn_flush(struct iscsi_conn *c)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				if (!c->want_out) {
-					c->want_out = true;
-					net_epoll_mod(c->thread, c->fd, EPOLLIN | EPOLLOUT, &c->epoll_tag);
-				}
+				c->want_out = true;
+				iscsi_conn_arm(c);
 				c->in_flush = false;
 				return;
 			}
@@ -399,16 +462,15 @@ void iscsi_conn_flush(struct iscsi_conn *c)
 			c->slot_count--;
 			slot_done(c, sl);
 		}
+		conn_rx_resume_check(c);
 		if (c->close_after_tx && !c->slot_count && list_empty(&c->txq)) {
 			c->in_flush = false;
 			iscsi_conn_close(c, "logout complete");
 			return;
 		}
 	}
-	if (c->want_out) {
-		c->want_out = false;
-		net_epoll_mod(c->thread, c->fd, EPOLLIN, &c->epoll_tag);
-	}
+	c->want_out = false;
+	iscsi_conn_arm(c);
 	c->in_flush = false;
 	if (c->close_after_tx)
 		iscsi_conn_close(c, "logout complete");
@@ -462,6 +524,10 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	close(c->fd);
 	c->fd = -1;
 	list_del(&c->dirty_link);
+	list_del(&c->kick_link);
+	limit_conn_closed();
+	free(c->text_buf);   /* a Text Response the initiator never fetched whole */
+	c->text_buf = NULL;
 	/* Drop everything queued for transmission: the slots let go of their
 	 * tasks (a zombie is released here, live tasks below). */
 	for (unsigned i = 0; i < c->slot_count; i++) {
@@ -470,7 +536,7 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 			continue;
 		if (sl->owner->kind == TX_PDU) {
 			if (sl->last)
-				pdu_free(container_of(sl->owner, struct tx_pdu, e));
+				conn_pdu_done(c, container_of(sl->owner, struct tx_pdu, e));
 		} else {
 			iscsi_task_tx_put(container_of(sl->owner, struct iscsi_task, tx));
 		}
@@ -482,7 +548,7 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 		struct tx_entry *e = list_entry(c->txq.next, struct tx_entry, link);
 		list_del(&e->link);
 		if (e->kind == TX_PDU)
-			pdu_free(container_of(e, struct tx_pdu, e));
+			conn_pdu_done(c, container_of(e, struct tx_pdu, e));
 	}
 	free(c->rx_owned);
 	c->rx_owned = NULL;
@@ -579,6 +645,9 @@ static void conn_read(struct iscsi_conn *c)
 	while (!c->dead && pdus < RX_BATCH_PDUS) {
 		uint8_t *dst;
 		ssize_t n;
+
+		if (c->rx_state == RX_BHS && c->rx_got == 0 && conn_rx_throttled(c))
+			return;
 
 		switch (c->rx_state) {
 		case RX_BHS:
@@ -799,6 +868,35 @@ static void queue_task_set_full(struct iscsi_conn *c, uint32_t itt)
 	iscsi_conn_queue_pdu(c, p);
 }
 
+/* A data buffer for a command, within max_buffer_per_connection and
+ * max_buffer_total (false: TASK SET FULL). */
+static bool task_get_buffer(struct iscsi_conn *c, struct iscsi_task *t, uint32_t need)
+{
+	uint32_t acct = ALIGN_UP(need, 4096u);
+	uint64_t per_conn = rt->res.max_buffer_per_connection;
+
+	if (per_conn && c->buf_bytes + acct > per_conn) {
+		limit_hit(LIM_BUFFER_PER_CONNECTION, "connection %s: %zu bytes of data buffers held, "
+			  "a command needs %u more; TASK SET FULL", c->peer, c->buf_bytes, acct);
+		return false;
+	}
+	if (!limit_buffer_reserve(acct, rt->res.max_buffer_total)) {
+		limit_hit(LIM_BUFFER_TOTAL, "%llu bytes of data buffers held by all connections, %s "
+			  "needs %u more; TASK SET FULL", (unsigned long long)limit_buffer_used(), c->peer, acct);
+		return false;
+	}
+	t->bb = bufpool_get(&c->thread->pool, need);
+	if (!t->bb) {
+		limit_buffer_release(acct);
+		return false;
+	}
+	t->buf_acct = acct;
+	c->buf_bytes += acct;
+	t->cmd.buf = t->bb->data;
+	t->cmd.buf_cap = (uint32_t)t->bb->cap;
+	return true;
+}
+
 /* RFC 7143 4.2.2.1: check CmdSN. Returns true if the command is accepted. */
 static bool cmdsn_accept(struct iscsi_session *s, uint32_t cmdsn, bool immediate)
 {
@@ -882,6 +980,8 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 	}
 	t = iscsi_task_alloc(s, immediate);
 	if (!t) {
+		limit_hit(LIM_QUEUE_DEPTH, "connection %s: all %u tasks of the session in use; TASK SET FULL",
+			  c->peer, s->n_tasks);
 		if (!immediate)
 			cmdsn_received(s, cmdsn);
 		queue_task_set_full(c, bhs_itt(b));
@@ -968,22 +1068,17 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 
 	/* Buffer: data-in or data-out of the command. */
 	uint32_t need = t->parse_failed ? 0 : scsi_cmd_buf_need(cmd);
-	if (need) {
-		t->bb = bufpool_get(&c->thread->pool, need);
-		if (!t->bb) {
-			t->parse_failed = true;
-			t->want = 0;
-			scsi_cmd_set_result(cmd, SR_TASK_SET_FULL);
-		} else {
-			cmd->buf = t->bb->data;
-			cmd->buf_cap = (uint32_t)t->bb->cap;
-		}
+	if (need && !task_get_buffer(c, t, need)) {
+		t->parse_failed = true;
+		t->want = 0;
+		scsi_cmd_set_result(cmd, SR_TASK_SET_FULL);
 	}
 	if (t->parse_failed)
 		t->want = 0;
 
 	iscsi_task_hash_add(t);
 	t->state = TASK_DATA_OUT;
+	t->data_wait_ms = c->thread->now_ms;
 	t->next_r2t_off = 0;
 	/* Immediate data lands in the buffer. */
 	c->rx_task = t;
@@ -1352,6 +1447,7 @@ void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 		net_epoll_del(c->thread, c->fd);
 		list_del(&c->thread_link);
 		list_del(&c->dirty_link);
+		list_del(&c->kick_link);
 		c->thread->n_conns--;
 		net_send(owner, MSG_ADOPT_CONN, -1, c, 0);
 		return;
@@ -1364,16 +1460,53 @@ void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 	iscsi_conn_release(c);
 }
 
+/* data_out_timeout (SPC-4 4B/06 INITIATOR RESPONSE TIMEOUT): a WRITE that
+ * still lacks data that long after it arrived ends with CHECK CONDITION
+ * and its buffer is given back at once. Counted from the command, not
+ * from the last Data-Out: a peer trickling data cannot hold a buffer
+ * longer. */
+static void conn_data_out_timer(struct iscsi_conn *c, uint64_t now)
+{
+	struct iscsi_session *s = c->sess;
+	uint64_t tmo = (uint64_t)rt->res.data_out_timeout * 1000;
+
+	if (!tmo)
+		return;
+	for (unsigned i = 0; i < s->n_tasks; i++) {
+		struct iscsi_task *t = &s->tasks[i];
+
+		if (t->state != TASK_DATA_OUT || t->conn != c || t->parse_failed ||
+		    now - t->data_wait_ms <= tmo)
+			continue;
+		limit_hit(LIM_DATA_OUT_TIMEOUT, "connection %s: ITT %#x got %u of %u bytes of Data-Out in "
+			  "%u s; ended with CHECK CONDITION", c->peer, t->itt, t->stored, t->want,
+			  rt->res.data_out_timeout);
+		iscsi_task_hash_del(t);
+		iscsi_task_drop_buffer(t);
+		t->parse_failed = true;
+		t->want = 0;
+		t->rsp_flags = ISCSI_FLAG_UNDERFLOW;
+		t->resid = t->edtl_in;
+		scsi_cmd_set_result(&t->cmd, SR_INITIATOR_RESPONSE_TIMEOUT);
+		iscsi_task_respond(t);
+	}
+}
+
 /* Once a second: login timeout, NOP-In pings, dead peers. */
 void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now)
 {
 	if (c->dead)
 		return;
 	if (c->state == CONN_LOGIN) {
-		if (now - c->created_ms > (uint64_t)rt->login_timeout * 1000)
+		if (now - c->created_ms > (uint64_t)rt->login_timeout * 1000) {
+			limit_hit(LIM_LOGIN_TIMEOUT, "connection %s: not logged in after %u s; closed", c->peer,
+				  rt->login_timeout);
 			iscsi_conn_close(c, "login timed out");
+		}
 		return;
 	}
+	if (c->sess && c->state == CONN_FULL)
+		conn_data_out_timer(c, now);
 	if (c->state != CONN_FULL || !rt->nop_interval)
 		return;
 	if (c->nop_outstanding) {

@@ -81,6 +81,7 @@ struct tx_pdu {
 	bool close_after;     /* drop the connection once written */
 	uint32_t dlen;
 	uint8_t *data;        /* owned, freed after sending */
+	uint32_t acct;        /* bytes counted in the connection's tx_bytes */
 };
 
 struct iscsi_task {
@@ -129,6 +130,8 @@ struct iscsi_task {
 	uint8_t rsp_flags;             /* overflow/underflow */
 
 	struct bufpool_buf *bb;        /* where cmd.buf came from */
+	uint32_t buf_acct;             /* bytes of bb counted against the limits */
+	uint64_t data_wait_ms;         /* when it began to wait for Data-Out */
 	struct iscsi_tmf *tmf_wait;    /* TMF waiting for this aborted task */
 };
 
@@ -276,7 +279,12 @@ struct iscsi_conn {
 	struct tx_slot slots[CONN_TX_SLOTS];
 	unsigned slot_head, slot_count; /* ring of prepared PDUs */
 	size_t slot_sent;               /* bytes of slots[slot_head] already sent */
-	bool want_out;                  /* EPOLLOUT armed */
+	bool want_out;                  /* EPOLLOUT wanted */
+	bool rx_paused;                 /* not read: too much output queued */
+	uint32_t ev_mask;               /* events armed in epoll */
+	size_t tx_bytes;                /* standalone PDU bytes queued, unsent */
+	size_t buf_bytes;               /* data buffers of its tasks */
+	struct list_head kick_link;     /* thread's list of connections to read */
 	bool in_flush;
 	bool close_after_tx;
 
@@ -302,6 +310,10 @@ void iscsi_conn_queue_pdu(struct iscsi_conn *c, struct tx_pdu *p);
 struct tx_pdu *iscsi_pdu_new(uint8_t opcode, uint32_t dlen);
 void iscsi_conn_reject(struct iscsi_conn *c, uint8_t reason, const uint8_t *bhs);
 void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t);
+/* The epoll events c wants now (EPOLLIN unless paused, EPOLLOUT while
+ * output waits); iscsi_conn_arm() applies them if they changed. */
+uint32_t iscsi_conn_events(const struct iscsi_conn *c);
+void iscsi_conn_arm(struct iscsi_conn *c);
 
 /* login.c */
 void iscsi_login_rx(struct iscsi_conn *c);
@@ -318,6 +330,14 @@ struct iscsi_task *iscsi_task_alloc(struct iscsi_session *s, bool immediate);
 void iscsi_task_free(struct iscsi_task *t);
 /* A transmit ring slot naming t was sent or dropped. */
 void iscsi_task_tx_put(struct iscsi_task *t);
+/* Give the task's data buffer back now (the task will not use it again):
+ * a Data-Out being received into it goes to scratch. */
+void iscsi_task_drop_buffer(struct iscsi_task *t);
+/* Under the registry lock, at the end of login: 0, or the login status
+ * refusing a connection beyond max_connections_per_target or a session
+ * beyond max_sessions_per_initiator (limits.h). */
+uint16_t iscsi_session_check_limits(const char *initiator, const uint8_t *isid,
+				    const struct iscsi_target *t, bool join);
 /* A task used in a state it cannot be in (freed, zombie): logged; with
  * TARGETD_DEBUG the daemon aborts. */
 void iscsi_task_bug(const struct iscsi_task *t, const char *what, const char *where);

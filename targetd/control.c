@@ -34,6 +34,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/control.h"
+#include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
@@ -584,6 +585,12 @@ static struct json_object *global_json(void)
 	}
 	jadd(o, "task_management", f);
 	jadd(o, "sessions", json_object_new_int((int)iscsi_session_count()));
+	f = json_object_new_object();
+	for (unsigned k = 0; k < LIM__COUNT; k++)
+		jadd(f, limit_name(k), ju64(limit_count(k)));
+	jadd(o, "limits_reached", f);
+	jadd(o, "connections", ju64(limit_conn_count()));
+	jadd(o, "data_buffer_bytes", ju64(limit_buffer_used()));
 	return o;
 }
 

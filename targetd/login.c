@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include "targetd/chap.h"
 #include "targetd/conn.h"
+#include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
@@ -208,8 +209,14 @@ static uint16_t login_attach_session(struct iscsi_conn *c)
 {
 	struct iscsi_login *l = c->login;
 	struct iscsi_session *s, *old = NULL;
+	uint16_t limit;
 
 	iscsi_session_registry_lock();
+	limit = iscsi_session_check_limits(l->initiator, l->isid, l->discovery ? NULL : l->target, l->tsih != 0);
+	if (limit) {
+		iscsi_session_registry_unlock();
+		return limit;
+	}
 	if (l->tsih) {
 		/* A connection joining an existing session. */
 		s = iscsi_session_lookup_tsih(l->tsih);
@@ -695,6 +702,12 @@ void iscsi_text_rx(struct iscsi_conn *c)
 			iscsi_text_add(&resp, kv[i].key, "NotUnderstood");
 		else
 			iscsi_text_add(&resp, kv[i].key, "Irrelevant");
+	}
+	if (resp.len > rt->res.max_text_response && rt->res.max_text_response) {
+		limit_hit(LIM_TEXT_RESPONSE, "connection %s: a %zu-byte Text Response; rejected", c->peer, resp.len);
+		iscsi_text_free(&resp);
+		iscsi_conn_reject(c, ISCSI_REJECT_LONG_OP, b);
+		return;
 	}
 	c->text_buf = resp.data;
 	c->text_len = resp.len;

@@ -19,6 +19,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/control.h"
+#include "targetd/limits.h"
 #include "targetd/target.h"
 
 static struct MHD_Daemon *metrics_daemon;
@@ -156,6 +157,15 @@ static void render(FILE *f)
 
 	family(f, "targetd_sessions", "gauge", "iSCSI sessions logged in.");
 	fprintf(f, "targetd_sessions %u\n", iscsi_session_count());
+	family(f, "targetd_connections", "gauge", "TCP connections open on the portals.");
+	fprintf(f, "targetd_connections %u\n", limit_conn_count());
+	family(f, "targetd_data_buffer_bytes", "gauge", "Data buffer bytes held by commands.");
+	fprintf(f, "targetd_data_buffer_bytes %llu\n", (unsigned long long)limit_buffer_used());
+	family(f, "targetd_limit_reached_total", "counter",
+	       "Times a resource limit was reached, by configuration key (targetd.conf(5)).");
+	for (unsigned k = 0; k < LIM__COUNT; k++)
+		fprintf(f, "targetd_limit_reached_total{limit=\"%s\"} %llu\n", limit_name(k),
+			(unsigned long long)limit_count(k));
 	family(f, "targetd_lun_capacity_bytes", "gauge", "Size of each LUN.");
 	for (unsigned i = 0; i < n; i++)
 		sample(f, "targetd_lun_capacity_bytes", s[i].iqn, s[i].lun->id, NULL, NULL, s[i].capacity);

@@ -9,11 +9,20 @@
  * The acceptor thread blocks in epoll on the listening sockets and hands
  * each accepted socket to the next network thread (round robin) through
  * that thread's message queue (mutex + eventfd: off the data path).
+ *
+ * Connection limits: past max_connections the acceptor closes a new
+ * socket at once. At the file descriptor limit (EMFILE/ENFILE) it gives
+ * up a reserve descriptor to accept the waiting connection and close it
+ * (the peer sees a clean close, not a connection left hanging in the
+ * backlog), then stops watching the listening sockets for a while that
+ * doubles up to a second while the shortage lasts: no busy loop, and the
+ * log says so once per 10 seconds (limits.h).
  */
 #include "config.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,6 +36,7 @@
 #include "backstore/io_engine.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
@@ -119,6 +129,7 @@ static void thread_new_conn(struct net_thread *t, int fd, struct iscsi_portal *p
 	c = iscsi_conn_new(t, fd, portal);
 	if (!c) {
 		close(fd);
+		limit_conn_closed();
 		return;
 	}
 	if (!getpeername(fd, (struct sockaddr *)&ss, &sl))
@@ -144,8 +155,8 @@ void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t)
 	list_add_tail(&c->thread_link, &t->conns);
 	t->n_conns++;
 	c->last_rx_ms = t->now_ms;
-	if (s->closing || net_epoll_add(t, c->fd, c->want_out ? EPOLLIN | EPOLLOUT : EPOLLIN,
-					&c->epoll_tag)) {
+	c->ev_mask = iscsi_conn_events(c);
+	if (s->closing || net_epoll_add(t, c->fd, c->ev_mask, &c->epoll_tag)) {
 		/* never joined: give its slot back (the session may end now) */
 		atomic_fetch_sub(&s->conn_slots, 1);
 		iscsi_conn_close(c, s->closing ? "session is closing" : "epoll failed");
@@ -219,9 +230,10 @@ static void thread_messages(struct net_thread *t)
 		list_del(&m->link);
 		switch (m->type) {
 		case MSG_NEW_CONN:
-			if (t->stopping)
+			if (t->stopping) {
 				close(m->fd);
-			else
+				limit_conn_closed();
+			} else
 				thread_new_conn(t, m->fd, m->ptr);
 			break;
 		case MSG_ADOPT_CONN:
@@ -261,6 +273,17 @@ static void flush_dirty(struct net_thread *t)
 	}
 }
 
+/* Connections that may hold unread bytes in their receive buffer (read
+ * again after a pause). */
+static void read_kicked(struct net_thread *t)
+{
+	while (!list_empty(&t->kick)) {
+		struct iscsi_conn *c = list_entry(t->kick.next, struct iscsi_conn, kick_link);
+		list_del(&c->kick_link);
+		iscsi_conn_event(c, EPOLLIN);
+	}
+}
+
 static void *net_thread_main(void *arg)
 {
 	struct net_thread *t = arg;
@@ -274,6 +297,8 @@ static void *net_thread_main(void *arg)
 		int n, timeout;
 
 		iscsi_conn_reap(t);
+		flush_dirty(t);
+		read_kicked(t);
 		flush_dirty(t);
 		io_engine_flush(t->eng);
 		if (t->stopping) {
@@ -364,41 +389,115 @@ int net_open_listeners(void)
 	return 0;
 }
 
+static int reserve_fd = -1;   /* given up to refuse a connection at the fd limit */
+
+/* Watch the listening sockets (on) or not (off: backing off). */
+static void acceptor_arm(bool on)
+{
+	for (unsigned i = 0; i < rt->n_portals; i++) {
+		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &rt->portals[i] };
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_MOD, rt->portals[i].fd, &ev);
+	}
+}
+
+/* accept() failed with EMFILE/ENFILE: refuse the waiting connection with
+ * the reserve descriptor, so it is closed rather than left hanging. */
+static void accept_at_fd_limit(struct iscsi_portal *p)
+{
+	int fd;
+
+	limit_hit(LIM_FD_EXHAUSTED, "accept on %s:%s: %s; refusing connections (raise the descriptor "
+		  "limit, LimitNOFILE=, or lower max_connections)", p->host, p->port, strerror(errno));
+	if (reserve_fd < 0)
+		return;
+	close(reserve_fd);
+	reserve_fd = -1;
+	fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Accept what waits on p. Returns false at the descriptor limit. */
+static bool accept_portal(struct iscsi_portal *p, unsigned *next)
+{
+	for (;;) {
+		int fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				accept_at_fd_limit(p);
+				return false;
+			}
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED)
+				log_warn("accept on %s:%s: %m", p->host, p->port);
+			return true;
+		}
+		if (rt->res.max_connections && limit_conn_count() >= rt->res.max_connections) {
+			close(fd);
+			limit_hit(LIM_MAX_CONNECTIONS, "%u connections open; a new one on %s:%s closed",
+				  limit_conn_count(), p->host, p->port);
+			continue;
+		}
+		limit_conn_opened();
+		net_send(&threads[(*next)++ % n_threads], MSG_NEW_CONN, fd, p, 0);
+	}
+}
+
 static void *acceptor_main(void *arg)
 {
 	unsigned next = 0;
+	int backoff_ms = 0;
 	(void)arg;
 
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (;;) {
 		struct epoll_event evs[16];
-		int n = epoll_wait(acceptor_epfd, evs, 16, -1);
+		int n = epoll_wait(acceptor_epfd, evs, 16, backoff_ms ? backoff_ms : -1);
+		bool starved = false;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (n == 0 && backoff_ms) {
+			/* the pause is over: look again (every portal) */
+			for (unsigned i = 0; i < rt->n_portals; i++)
+				if (!accept_portal(&rt->portals[i], &next))
+					starved = true;
+		}
 		for (int i = 0; i < n; i++) {
 			struct iscsi_portal *p = evs[i].data.ptr;
 			if (!p)
-				return NULL;   /* stop */
-			for (;;) {
-				int fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-				if (fd < 0) {
-					if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-						log_warn("accept: %m");
-					break;
-				}
-				net_send(&threads[next++ % n_threads], MSG_NEW_CONN, fd, p, 0);
-			}
+				goto out;   /* stop */
+			if (!accept_portal(p, &next))
+				starved = true;
+		}
+		if (starved) {
+			if (!backoff_ms)
+				acceptor_arm(false);
+			backoff_ms = backoff_ms ? MIN(backoff_ms * 2, 1000) : 50;
+		} else if (backoff_ms && n == 0) {
+			acceptor_arm(true);
+			backoff_ms = 0;
 		}
 	}
+out:
+	if (reserve_fd >= 0)
+		close(reserve_fd);
+	reserve_fd = -1;
 	return NULL;
 }
 
 int net_start(unsigned count)
 {
 	n_threads = count;
+	/* A fixed mmap threshold: glibc would otherwise raise it after large
+	 * frees and keep peer-sized buffers (NOP-Out data, echoes) in the
+	 * heap after their connection is gone. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	threads = calloc(count, sizeof(*threads));
 	if (!threads)
 		return -1;
@@ -418,6 +517,7 @@ int net_start(unsigned count)
 		list_init(&t->conns);
 		list_init(&t->dirty);
 		list_init(&t->graveyard);
+		list_init(&t->kick);
 		t->engine_tag = TAG_ENGINE;
 		t->msg_tag = TAG_MSG;
 		net_epoll_add(t, io_engine_fd(t->eng), EPOLLIN, &t->engine_tag);
@@ -484,8 +584,10 @@ void net_stop(void)
 		while (!list_empty(&t->mq)) {
 			struct net_msg *m = list_entry(t->mq.next, struct net_msg, link);
 			list_del(&m->link);
-			if (m->fd >= 0)
+			if (m->fd >= 0) {
 				close(m->fd);
+				limit_conn_closed();
+			}
 			free(m);
 		}
 		iscsi_conn_reap(t);

@@ -53,6 +53,7 @@ struct net_thread {
 	struct list_head conns;
 	struct list_head dirty;     /* connections with output to flush */
 	struct list_head graveyard; /* closed connections, freed between epoll batches */
+	struct list_head kick;      /* connections to read again (resumed, bytes buffered) */
 	unsigned n_conns;
 	bool stopping;
 	uint64_t now_ms;

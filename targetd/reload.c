@@ -459,6 +459,7 @@ static void note_global_changes(const struct conf *o, const struct conf *n, stru
 	GLOBAL(o->immediate_data != n->immediate_data, "immediate_data");
 	GLOBAL(o->initial_r2t != n->initial_r2t, "initial_r2t");
 	GLOBAL(o->use_io_uring != n->use_io_uring, "io_uring");
+	GLOBAL(memcmp(&o->limits, &n->limits, sizeof(o->limits)), "a resource limit (max_*, data_out_timeout)");
 #undef GLOBAL
 }
 

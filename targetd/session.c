@@ -12,8 +12,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
@@ -235,10 +237,7 @@ static void task_release(struct iscsi_task *t)
 	struct iscsi_session *s = t->sess;
 	struct iscsi_conn *c = t->conn;
 
-	if (t->bb) {
-		bufpool_put(&s->thread->pool, t->bb);
-		t->bb = NULL;
-	}
+	iscsi_task_drop_buffer(t);
 #ifdef TARGETD_DEBUG
 	task_poison(t);
 #endif
@@ -251,6 +250,33 @@ static void task_release(struct iscsi_task *t)
 		iscsi_conn_release(c);
 	}
 	iscsi_session_put(s);
+}
+
+void iscsi_task_drop_buffer(struct iscsi_task *t)
+{
+	struct iscsi_session *s = t->sess;
+	struct list_head *pos;
+
+	if (!t->bb)
+		return;
+	list_for_each(pos, &s->conns) {
+		struct iscsi_conn *o = list_entry(pos, struct iscsi_conn, sess_link);
+		if (o->rx_task == t) {
+			o->rx_task = NULL;
+			o->rx_data = NULL;
+			o->rx_keep = 0;
+		}
+	}
+	bufpool_put(&s->thread->pool, t->bb);
+	t->bb = NULL;
+	t->cmd.buf = NULL;
+	t->cmd.buf_cap = 0;
+	if (t->buf_acct) {
+		if (t->conn)
+			t->conn->buf_bytes -= t->buf_acct;
+		limit_buffer_release(t->buf_acct);
+		t->buf_acct = 0;
+	}
 }
 
 /* End a task: it leaves the ITT hash, the transmit queue and the CmdSN
@@ -340,6 +366,37 @@ struct iscsi_task *iscsi_task_find(struct iscsi_session *s, uint32_t itt)
 		if (t->itt == itt)
 			return t;
 	return NULL;
+}
+
+uint16_t iscsi_session_check_limits(const char *initiator, const uint8_t *isid,
+				    const struct iscsi_target *t, bool join)
+{
+	unsigned conns = 0, sessions = 0;
+	struct list_head *pos;
+
+	list_for_each(pos, &registry) {
+		struct iscsi_session *s = list_entry(pos, struct iscsi_session, reg_link);
+
+		if (s->closing)
+			continue;
+		if (t && s->target == t && !s->discovery)
+			conns += atomic_load(&s->conn_slots);
+		/* a session this login reinstates does not count */
+		if (!strcasecmp(s->initiator, initiator) &&
+		    !(s->target == t && !memcmp(s->isid, isid, 6)))
+			sessions++;
+	}
+	if (t && conns >= rt->res.max_connections_per_target && rt->res.max_connections_per_target) {
+		limit_hit(LIM_CONNECTIONS_PER_TARGET, "target %s has %u connections; login of %s refused",
+			  t->iqn, conns, initiator);
+		return ISCSI_LOGIN_OUT_OF_RESOURCES;
+	}
+	if (!join && sessions >= rt->res.max_sessions_per_initiator && rt->res.max_sessions_per_initiator) {
+		limit_hit(LIM_SESSIONS_PER_INITIATOR, "initiator %s has %u sessions; login refused",
+			  initiator, sessions);
+		return ISCSI_LOGIN_OUT_OF_RESOURCES;
+	}
+	return 0;
 }
 
 /* RFC 7143 4.2.2.1: the window is what free task slots allow. */

@@ -170,6 +170,7 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 	r->nop_interval = c->nop_interval;
 	r->nop_timeout = c->nop_timeout ? c->nop_timeout : 30;
 	r->login_timeout = c->login_timeout ? c->login_timeout : 15;
+	r->res = c->limits;
 	r->limits.max_recv_dsl = c->max_recv_data_segment_length;
 	r->limits.max_burst = c->max_burst_length;
 	r->limits.first_burst = c->first_burst_length;

@@ -48,6 +48,7 @@ struct targetd_runtime {
 	struct iscsi_limits limits;
 	unsigned queue_depth;
 	unsigned nop_interval, nop_timeout, login_timeout;
+	struct conf_limits res;  /* resource limits (targetd/limits.h) */
 	unsigned n_threads;
 };
 
