@@ -1173,6 +1173,15 @@ static const struct {
 	{ "idle", case_idle, "connections that never log in: closed after login_timeout" },
 	{ "random", case_random, "thousands of random PDUs after login, in batches" },
 	{ "r2t-queued", pf_case_r2t_queued, "a task ends while its R2T waits in the transmit ring: no double free" },
+	/* limit-*: only against the daemon tests/limits.sh configures */
+	{ "limit-pending-tx", pf_case_limit_pending_tx, "NOP-Out flood, no reads: backpressure, RSS bounded" },
+	{ "limit-buffers", pf_case_limit_buffers, "WRITEs held for Data-Out: TASK SET FULL, then timeout" },
+	{ "limit-queue-depth", pf_case_limit_queue_depth, "CmdSN window closes; task table full: TASK SET FULL" },
+	{ "limit-connections", pf_case_limit_connections, "max_connections: the next one closed at once" },
+	{ "limit-sessions", pf_case_limit_sessions, "per target / per initiator: login 0x0302" },
+	{ "limit-text", pf_case_limit_text, "max_text_response: Reject 0x0a" },
+	{ "limit-text-leak", pf_case_limit_text_leak, "half-fetched SendTargets responses: no leak" },
+	{ "limit-fd", pf_case_limit_fd, "at the descriptor limit: no busy loop, clean refusal" },
 	{ "mcs-pipelined", case_mcs_pipelined, "a joining connection pipelines a command behind its login" },
 };
 

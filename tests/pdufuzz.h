@@ -142,4 +142,28 @@ void pf_health_check(const char *after);
 unsigned pf_stall_conn(struct pf_conn *c, const char *label, size_t extra);
 void pf_case_r2t_queued(void);
 
+/* pdufuzz_limits.c: the resource limits, against the daemon tests/limits.sh
+ * starts with these settings (and TARGETD_PID set). */
+#define LIM_CONNECTIONS 8             /* max_connections */
+#define LIM_CONNS_PER_TARGET 4        /* max_connections_per_target */
+#define LIM_SESSIONS_PER_INITIATOR 2  /* max_sessions_per_initiator */
+#define LIM_QUEUE_DEPTH 4             /* queue_depth */
+#define LIM_CONN_BUFFER (16u << 20)   /* max_buffer_per_connection */
+#define LIM_TOTAL_BUFFER (32u << 20)  /* max_buffer_total */
+#define LIM_PENDING_TX (1u << 20)     /* max_pending_tx_per_connection */
+#define LIM_TEXT_RESPONSE 16384       /* max_text_response */
+#define LIM_DATA_OUT_TIMEOUT 3        /* data_out_timeout */
+#define LIM_TARGET_B "iqn.2026-11.org.targetd.test:limits-b"
+#define LIM_RSS_SLACK (12u << 20)     /* RSS growth allowed beyond a limit */
+#define LIM_LEAK_SLACK (3u << 20)     /* RSS growth allowed over 800 connections */
+#define LIM_FD_CONNS 80               /* connections opened at the descriptor limit */
+void pf_case_limit_pending_tx(void);
+void pf_case_limit_buffers(void);
+void pf_case_limit_queue_depth(void);
+void pf_case_limit_connections(void);
+void pf_case_limit_sessions(void);
+void pf_case_limit_text(void);
+void pf_case_limit_text_leak(void);
+void pf_case_limit_fd(void);
+
 #endif
