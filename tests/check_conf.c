@@ -243,6 +243,20 @@ static const struct bad_case bad_cases[] = {
 	  { "t.conf:1: first_burst_length: 2097152 exceeds max_burst_length 1048576 (the default)" } },
 	{ "max_outstanding_r2t = 0;\n" T_OK, 0,
 	  { "t.conf:1: max_outstanding_r2t: 0 is out of range (1 to 65535)" } },
+	{ "max_buffer_per_connection = \"1M\";\n" T_OK, 0,
+	  { "t.conf:1: max_buffer_per_connection: 1048576 bytes is out of range (16777216 to 1099511627776)" } },
+	{ "max_buffer_total = \"lots\";\n" T_OK, 0,
+	  { "t.conf:1: max_buffer_total: \"lots\" is not a size (bytes, or a number with K, M, G or T)" } },
+	{ "max_pending_tx_per_connection = true;\n" T_OK, 0,
+	  { "t.conf:1: max_pending_tx_per_connection: must be a size: bytes, or a string such as \"64M\"" } },
+	{ "max_buffer_per_connection = \"2G\";\n" T_OK, 0,
+	  { "t.conf:1: max_buffer_per_connection: 2147483648 exceeds max_buffer_total 1073741824 (the default)" } },
+	{ "max_connections = 10;\nmax_connections_per_target = 20;\n" T_OK, 0,
+	  { "t.conf:2: max_connections_per_target: 20 exceeds max_connections 10" } },
+	{ "data_out_timeout = 0;\n" T_OK, 0,
+	  { "t.conf:1: data_out_timeout: 0 is out of range (1 to 3600)" } },
+	{ "max_text_response = 100;\n" T_OK, 0,
+	  { "t.conf:1: max_text_response: 100 is out of range (8192 to 16777216)" } },
 	{ "io_uring = 1;\n" T_OK, 0, { "t.conf:1: io_uring: must be true or false" } },
 	{ "immediate_data = \"yes\";\n" T_OK, 0, { "t.conf:1: immediate_data: must be true or false" } },
 	{ "initial_r2t = 0;\n" T_OK, 0, { "t.conf:1: initial_r2t: must be true or false" } },
@@ -936,6 +950,42 @@ START_TEST(test_every_key)
 }
 END_TEST
 
+/* Resource limits: the defaults, sizes as strings or integers, and a
+ * smaller max_buffer_total pulling the default per-connection limit down. */
+START_TEST(test_limits)
+{
+	struct conf c;
+
+	load_good(&c, T_OK, 0);
+	ck_assert_uint_eq(c.limits.max_connections, 1024);
+	ck_assert_uint_eq(c.limits.max_connections_per_target, 256);
+	ck_assert_uint_eq(c.limits.max_sessions_per_initiator, 64);
+	ck_assert_uint_eq(c.limits.max_buffer_per_connection, 64u << 20);
+	ck_assert_uint_eq(c.limits.max_buffer_total, 1u << 30);
+	ck_assert_uint_eq(c.limits.max_pending_tx_per_connection, 16u << 20);
+	ck_assert_uint_eq(c.limits.max_text_response, 1u << 20);
+	ck_assert_uint_eq(c.limits.data_out_timeout, 20);
+	conf_free(&c);
+	load_good(&c, "max_connections = 10; max_connections_per_target = 3; max_sessions_per_initiator = 2;\n"
+		  "max_buffer_per_connection = 33554432; max_buffer_total = \"2G\";\n"
+		  "max_pending_tx_per_connection = \"64K\"; max_text_response = 8192; data_out_timeout = 3600;\n"
+		  T_OK, 0);
+	ck_assert_uint_eq(c.limits.max_connections, 10);
+	ck_assert_uint_eq(c.limits.max_connections_per_target, 3);
+	ck_assert_uint_eq(c.limits.max_sessions_per_initiator, 2);
+	ck_assert_uint_eq(c.limits.max_buffer_per_connection, 32u << 20);
+	ck_assert_uint_eq(c.limits.max_buffer_total, 2ull << 30);
+	ck_assert_uint_eq(c.limits.max_pending_tx_per_connection, 65536);
+	ck_assert_uint_eq(c.limits.max_text_response, 8192);
+	ck_assert_uint_eq(c.limits.data_out_timeout, 3600);
+	conf_free(&c);
+	load_good(&c, "max_buffer_total = \"32M\"; max_connections = 100;\n" T_OK, 0);
+	ck_assert_uint_eq(c.limits.max_buffer_per_connection, 32u << 20);
+	ck_assert_uint_eq(c.limits.max_connections_per_target, 100);
+	conf_free(&c);
+}
+END_TEST
+
 /* A smaller max_burst_length pulls the default first_burst_length down. */
 START_TEST(test_first_burst_follows_max)
 {
@@ -1245,6 +1295,7 @@ Suite *conf_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_every_key);
 	tcase_add_test(tc, test_first_burst_follows_max);
+	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_conf_default);
 	tcase_add_test(tc, test_good_paths);
 	tcase_add_test(tc, test_block_device);
