@@ -141,34 +141,6 @@ void iscsi_conn_arm(struct iscsi_conn *c)
 		c->ev_mask = ev;
 }
 
-/* Too much output queued: stop reading until half of it is sent. */
-static bool conn_rx_throttled(struct iscsi_conn *c)
-{
-	uint64_t lim = rt->res.max_pending_tx_per_connection;
-
-	if (!lim || c->tx_bytes < lim)
-		return false;
-	if (!c->rx_paused) {
-		c->rx_paused = true;
-		limit_hit(LIM_PENDING_TX, "connection %s: %zu bytes of responses not read by the initiator; "
-			  "not reading from it until they are", c->peer, c->tx_bytes);
-		iscsi_conn_arm(c);
-	}
-	return true;
-}
-
-static void conn_rx_resume_check(struct iscsi_conn *c)
-{
-	if (!c->rx_paused || c->tx_bytes > rt->res.max_pending_tx_per_connection / 2)
-		return;
-	c->rx_paused = false;
-	iscsi_conn_arm(c);
-	/* Bytes already in the receive buffer raise no event: read them on
-	 * the next turn of the loop. */
-	if (list_empty(&c->kick_link))
-		list_add_tail(&c->kick_link, &c->thread->kick);
-}
-
 static void task_queue_tx(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
@@ -462,7 +434,7 @@ void iscsi_conn_flush(struct iscsi_conn *c)
 			c->slot_count--;
 			slot_done(c, sl);
 		}
-		conn_rx_resume_check(c);
+		iscsi_conn_rx_resume_check(c);
 		if (c->close_after_tx && !c->slot_count && list_empty(&c->txq)) {
 			c->in_flush = false;
 			iscsi_conn_close(c, "logout complete");
@@ -646,7 +618,7 @@ static void conn_read(struct iscsi_conn *c)
 		uint8_t *dst;
 		ssize_t n;
 
-		if (c->rx_state == RX_BHS && c->rx_got == 0 && conn_rx_throttled(c))
+		if (c->rx_state == RX_BHS && c->rx_got == 0 && iscsi_conn_rx_throttled(c))
 			return;
 
 		switch (c->rx_state) {
@@ -868,35 +840,6 @@ static void queue_task_set_full(struct iscsi_conn *c, uint32_t itt)
 	iscsi_conn_queue_pdu(c, p);
 }
 
-/* A data buffer for a command, within max_buffer_per_connection and
- * max_buffer_total (false: TASK SET FULL). */
-static bool task_get_buffer(struct iscsi_conn *c, struct iscsi_task *t, uint32_t need)
-{
-	uint32_t acct = ALIGN_UP(need, 4096u);
-	uint64_t per_conn = rt->res.max_buffer_per_connection;
-
-	if (per_conn && c->buf_bytes + acct > per_conn) {
-		limit_hit(LIM_BUFFER_PER_CONNECTION, "connection %s: %zu bytes of data buffers held, "
-			  "a command needs %u more; TASK SET FULL", c->peer, c->buf_bytes, acct);
-		return false;
-	}
-	if (!limit_buffer_reserve(acct, rt->res.max_buffer_total)) {
-		limit_hit(LIM_BUFFER_TOTAL, "%llu bytes of data buffers held by all connections, %s "
-			  "needs %u more; TASK SET FULL", (unsigned long long)limit_buffer_used(), c->peer, acct);
-		return false;
-	}
-	t->bb = bufpool_get(&c->thread->pool, need);
-	if (!t->bb) {
-		limit_buffer_release(acct);
-		return false;
-	}
-	t->buf_acct = acct;
-	c->buf_bytes += acct;
-	t->cmd.buf = t->bb->data;
-	t->cmd.buf_cap = (uint32_t)t->bb->cap;
-	return true;
-}
-
 /* RFC 7143 4.2.2.1: check CmdSN. Returns true if the command is accepted. */
 static bool cmdsn_accept(struct iscsi_session *s, uint32_t cmdsn, bool immediate)
 {
@@ -1068,7 +1011,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 
 	/* Buffer: data-in or data-out of the command. */
 	uint32_t need = t->parse_failed ? 0 : scsi_cmd_buf_need(cmd);
-	if (need && !task_get_buffer(c, t, need)) {
+	if (need && !iscsi_task_get_buffer(c, t, need)) {
 		t->parse_failed = true;
 		t->want = 0;
 		scsi_cmd_set_result(cmd, SR_TASK_SET_FULL);
@@ -1460,38 +1403,6 @@ void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 	iscsi_conn_release(c);
 }
 
-/* data_out_timeout (SPC-4 4B/06 INITIATOR RESPONSE TIMEOUT): a WRITE that
- * still lacks data that long after it arrived ends with CHECK CONDITION
- * and its buffer is given back at once. Counted from the command, not
- * from the last Data-Out: a peer trickling data cannot hold a buffer
- * longer. */
-static void conn_data_out_timer(struct iscsi_conn *c, uint64_t now)
-{
-	struct iscsi_session *s = c->sess;
-	uint64_t tmo = (uint64_t)rt->res.data_out_timeout * 1000;
-
-	if (!tmo)
-		return;
-	for (unsigned i = 0; i < s->n_tasks; i++) {
-		struct iscsi_task *t = &s->tasks[i];
-
-		if (t->state != TASK_DATA_OUT || t->conn != c || t->parse_failed ||
-		    now - t->data_wait_ms <= tmo)
-			continue;
-		limit_hit(LIM_DATA_OUT_TIMEOUT, "connection %s: ITT %#x got %u of %u bytes of Data-Out in "
-			  "%u s; ended with CHECK CONDITION", c->peer, t->itt, t->stored, t->want,
-			  rt->res.data_out_timeout);
-		iscsi_task_hash_del(t);
-		iscsi_task_drop_buffer(t);
-		t->parse_failed = true;
-		t->want = 0;
-		t->rsp_flags = ISCSI_FLAG_UNDERFLOW;
-		t->resid = t->edtl_in;
-		scsi_cmd_set_result(&t->cmd, SR_INITIATOR_RESPONSE_TIMEOUT);
-		iscsi_task_respond(t);
-	}
-}
-
 /* Once a second: login timeout, NOP-In pings, dead peers. */
 void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now)
 {
@@ -1506,7 +1417,7 @@ void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now)
 		return;
 	}
 	if (c->sess && c->state == CONN_FULL)
-		conn_data_out_timer(c, now);
+		iscsi_conn_data_out_timer(c, now);
 	if (c->state != CONN_FULL || !rt->nop_interval)
 		return;
 	if (c->nop_outstanding) {

@@ -315,6 +315,17 @@ void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t);
 uint32_t iscsi_conn_events(const struct iscsi_conn *c);
 void iscsi_conn_arm(struct iscsi_conn *c);
 
+/* conn_limits.c: the resource limits of a connection */
+/* Past max_pending_tx_per_connection: stop reading (true). */
+bool iscsi_conn_rx_throttled(struct iscsi_conn *c);
+/* Output sent: read again once half of the limit is left. */
+void iscsi_conn_rx_resume_check(struct iscsi_conn *c);
+/* A data buffer of need bytes for t within the buffer limits (false: the
+ * command gets TASK SET FULL). */
+bool iscsi_task_get_buffer(struct iscsi_conn *c, struct iscsi_task *t, uint32_t need);
+/* End the WRITEs that waited longer than data_out_timeout. */
+void iscsi_conn_data_out_timer(struct iscsi_conn *c, uint64_t now_ms);
+
 /* login.c */
 void iscsi_login_rx(struct iscsi_conn *c);
 void iscsi_text_rx(struct iscsi_conn *c);
