@@ -244,9 +244,39 @@ static void fill_but_last_block(struct pf_conn *c, uint32_t itt, uint32_t edtl)
 	}
 }
 
+/* Responses that came while waiting for another one (a held WRITE whose
+ * data_out_timeout ran out first on a slow machine): kept for later. */
+static struct early_rsp {
+	struct pf_conn *c;
+	uint32_t itt;
+	uint8_t status;
+	uint32_t sense;
+} early[16];
+static unsigned n_early;
+
+static uint32_t rsp_sense(const struct pf_rx *r)
+{
+	if (r->dlen >= 2 + 14) {
+		const uint8_t *sd = r->data + 2;
+		if ((sd[0] & 0x7f) >= 0x72)
+			return (uint32_t)(sd[1] & 0x0f) << 16 | (uint32_t)sd[2] << 8 | sd[3];
+		return (uint32_t)(sd[2] & 0x0f) << 16 | (uint32_t)sd[12] << 8 | sd[13];
+	}
+	return 0;
+}
+
 /* The SCSI Response for itt: its status, and the sense key/ASC/ASCQ. */
 static uint8_t wait_response(struct pf_conn *c, uint32_t itt, int tmo, uint32_t *sense)
 {
+	for (unsigned i = 0; i < n_early; i++) {
+		if (early[i].c == c && early[i].itt == itt) {
+			uint8_t st = early[i].status;
+			if (sense)
+				*sense = early[i].sense;
+			early[i] = early[--n_early];
+			return st;
+		}
+	}
 	for (;;) {
 		struct pf_rx r;
 		int rc = pf_recv_reply(c, &r, tmo);
@@ -255,19 +285,15 @@ static uint8_t wait_response(struct pf_conn *c, uint32_t itt, int tmo, uint32_t 
 				rc == RX_EOF ? "closed" : "silence");
 		if ((r.bhs[0] & 0x3f) == OP_R2T)
 			continue;
+		if ((r.bhs[0] & 0x3f) == OP_SCSI_RSP && pf_get32(r.bhs + 16) != itt && n_early < 16) {
+			early[n_early++] = (struct early_rsp){ c, pf_get32(r.bhs + 16), r.bhs[3], rsp_sense(&r) };
+			continue;
+		}
 		if ((r.bhs[0] & 0x3f) != OP_SCSI_RSP || pf_get32(r.bhs + 16) != itt)
 			pf_fail("%s: waiting for the response of ITT %#x, got opcode %#04x ITT %#x", c->label, itt,
 				r.bhs[0], pf_get32(r.bhs + 16));
-		if (sense) {
-			*sense = 0;
-			if (r.dlen >= 2 + 14) {
-				const uint8_t *sd = r.data + 2;
-				if ((sd[0] & 0x7f) >= 0x72)
-					*sense = (uint32_t)(sd[1] & 0x0f) << 16 | (uint32_t)sd[2] << 8 | sd[3];
-				else
-					*sense = (uint32_t)(sd[2] & 0x0f) << 16 | (uint32_t)sd[12] << 8 | sd[13];
-			}
-		}
+		if (sense)
+			*sense = rsp_sense(&r);
 		return r.bhs[3];
 	}
 }
