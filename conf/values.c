@@ -15,6 +15,7 @@
 
 #include "conf/conf_int.h"
 #include "conf/config.h"
+#include "common/iscsi_name.h"
 #include "common/util.h"
 
 /* ---- memory: a config that cannot be built is fatal ------------------ */
@@ -179,58 +180,11 @@ int conf_parse_listen(const char *s, char **host, char **port)
 
 /* ---- names ----------------------------------------------------------- */
 
-static bool conf_all_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!isdigit((unsigned char)s[i]) && !(s[i] >= 'a' && s[i] <= 'f'))
-			return false;
-	return s[n] == '\0';
-}
-
-/* RFC 7143 4.2.7 */
+/* RFC 7143 4.2.7: the one validator (common/iscsi_name.c); the file must
+ * hold the normalised (lower-case) form. */
 const char *conf_iscsi_name_error(const char *n)
 {
-	size_t len = strlen(n);
-	const char *p;
-
-	if (len == 0)
-		return "must not be empty";
-	if (len > CONF_ISCSI_NAME_MAX)
-		return "longer than 223 bytes";
-	for (p = n; *p; p++) {
-		if (isupper((unsigned char)*p))
-			return "must be lower-case";
-		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) &&
-		    *p != '.' && *p != '-' && *p != ':')
-			return "may contain only a-z, 0-9, '.', '-' and ':'";
-	}
-	if (!strncmp(n, "iqn.", 4)) {
-		p = n + 4;
-		/* iqn.YYYY-MM.naming-authority[:unique] */
-		for (int i = 0; i < 4; i++)
-			if (!isdigit((unsigned char)p[i]))
-				return "an iqn. name is iqn.YYYY-MM.reversed.domain[:unique]";
-		if (p[4] != '-' || !isdigit((unsigned char)p[5]) || !isdigit((unsigned char)p[6]) ||
-		    p[7] != '.')
-			return "an iqn. name is iqn.YYYY-MM.reversed.domain[:unique]";
-		int month = (p[5] - '0') * 10 + (p[6] - '0');
-		if (month < 1 || month > 12)
-			return "the month in an iqn. name must be 01 to 12";
-		if (!isalnum((unsigned char)p[8]))
-			return "an iqn. name needs a naming authority after the date";
-		return NULL;
-	}
-	if (!strncmp(n, "eui.", 4)) {
-		if (!conf_all_hex(n + 4, 16))
-			return "an eui. name is eui. followed by 16 hex digits";
-		return NULL;
-	}
-	if (!strncmp(n, "naa.", 4)) {
-		if (!conf_all_hex(n + 4, 16) && !conf_all_hex(n + 4, 32))
-			return "a naa. name is naa. followed by 16 or 32 hex digits";
-		return NULL;
-	}
-	return "must start with iqn., eui. or naa.";
+	return iscsi_name_error(n);
 }
 
 bool conf_is_text(const char *s)
