@@ -9,6 +9,7 @@
 #define CHAP_MD5_LEN 16
 #define CHAP_CHALLENGE_LEN 16          /* bytes we send */
 #define CHAP_MAX_BINARY 1024           /* longest challenge/response we accept */
+#define CHAP_MIN_CHALLENGE 16          /* shortest challenge we answer (RFC 7143 12.1.3) */
 #define CHAP_MIN_SECRET 12             /* RFC 7143: secrets of at least 96 bits */
 #define CHAP_MAX_SECRET 255
 

@@ -46,6 +46,7 @@
 #include <sys/uio.h>
 #include "scsi/scsi.h"
 #include "targetd/iscsi_pdu.h"
+#include "targetd/login.h"
 #include "targetd/params.h"
 #include "common/bufpool.h"
 #include "common/util.h"
@@ -326,12 +327,6 @@ bool iscsi_task_get_buffer(struct iscsi_conn *c, struct iscsi_task *t, uint32_t 
 /* End the WRITEs that waited longer than data_out_timeout. */
 void iscsi_conn_data_out_timer(struct iscsi_conn *c, uint64_t now_ms);
 
-/* login.c */
-void iscsi_login_rx(struct iscsi_conn *c);
-void iscsi_text_rx(struct iscsi_conn *c);
-void iscsi_login_free(struct iscsi_conn *c);
-void iscsi_conn_login_done(struct iscsi_conn *c);
-
 /* session.c */
 struct iscsi_session *iscsi_session_new(struct iscsi_conn *c);
 void iscsi_session_attach_conn(struct iscsi_session *s, struct iscsi_conn *c);
@@ -369,7 +364,6 @@ struct iscsi_session *iscsi_session_lookup_isid(const char *initiator, const uin
 struct iscsi_session *iscsi_session_lookup_tsih(uint16_t tsih);
 void iscsi_session_register(struct iscsi_session *s);
 void iscsi_session_registry_forget(void);
-void iscsi_conn_join(struct iscsi_conn *c, struct iscsi_session *s);
 void iscsi_session_unregister(struct iscsi_session *s);
 unsigned iscsi_session_count(void);
 void iscsi_session_for_each(void (*fn)(struct iscsi_session *s, void *arg), void *arg);

@@ -28,7 +28,9 @@ static _Atomic uint64_t next_session_id = 1;
 void iscsi_session_registry_lock(void) { pthread_mutex_lock(&registry_lock); }
 void iscsi_session_registry_unlock(void) { pthread_mutex_unlock(&registry_lock); }
 
-/* Under the registry lock. */
+/* Under the registry lock. Initiator names are kept normalised (login.c,
+ * common/iscsi_name.h: iSCSI names are case-insensitive), so two spellings
+ * of one name are one initiator here, as they are for the ACL. */
 struct iscsi_session *iscsi_session_lookup_isid(const char *initiator, const uint8_t *isid,
 					       const struct iscsi_target *t)
 {
