@@ -33,10 +33,12 @@
  * is kept as one entry that matches every target port.
  */
 #include "config.h"
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include "common/iscsi_name.h"
 #include "scsi/scsi_int.h"
 #include "scsi/vaai.h"
 #include "scsi/pr_int.h"
@@ -683,36 +685,51 @@ static void pr_reg_of_nexus(struct pr_reg *r, const struct scsi_nexus *n, bool a
 }
 
 /*
- * SPC-4 7.6.4.6: parse one iSCSI TransportID at d (len bytes available).
- * Returns its length, or 0 if it is not a valid iSCSI TransportID.
+ * SPC-4 7.6.4.6: parse one iSCSI TransportID at d (len bytes available)
+ * into r->port: the iSCSI name (format 00b) or "name,i,0x<ISID>" (01b).
+ * The name must be a valid iSCSI name (common/iscsi_name.h) and is kept
+ * normalised, the ISID as 12 lower-case hex digits, as the nexus names
+ * itself (targetd/login.c). Returns its length, or 0 if it is not a valid
+ * iSCSI TransportID (the caller answers INVALID FIELD IN PARAMETER LIST).
  */
 static uint32_t pr_parse_tid(const uint8_t *d, uint32_t len, struct pr_reg *r)
 {
 	uint8_t fmt = d[0] >> 6;
 	uint32_t alen, n;
-	const char *name;
+	char text[PR_PORT_MAX], name[ISCSI_NAME_MAX + 1];
+	const char *sep = NULL;
 
 	if (len < 4 || (d[0] & 0x0f) != 0x05 || fmt > 1)
 		return 0;
 	alen = get_be16(d + 2);
 	if (alen < 4 || alen % 4 || 4 + alen > len)
 		return 0;
-	name = (const char *)d + 4;
-	n = (uint32_t)strnlen(name, alen);
+	n = (uint32_t)strnlen((const char *)d + 4, alen);
 	if (n == 0 || n == alen || n >= PR_PORT_MAX)
-		return 0;               /* not null terminated */
-	memset(r, 0, sizeof(*r));
-	memcpy(r->port, name, n);
-	r->name_only = fmt == 0;
+		return 0;               /* empty, not null terminated, too long */
+	memcpy(text, d + 4, n);
+	text[n] = '\0';
 	if (fmt == 1) {
 		/* "name,i,0x<12 hex digits>" */
-		const char *sep = strstr(r->port, ",i,0x");
-
-		if (!sep || sep == r->port || strlen(sep + 5) != 12 ||
+		sep = strstr(text, ",i,0x");
+		if (!sep || sep == text || strlen(sep + 5) != 12 ||
 		    strspn(sep + 5, "0123456789abcdefABCDEF") != 12)
 			return 0;
-	} else if (strchr(r->port, ',')) {
+		text[sep - text] = '\0';
+	}
+	if (iscsi_name_normalize(text, name))
 		return 0;
+	memset(r, 0, sizeof(*r));
+	r->name_only = fmt == 0;
+	if (fmt == 0) {
+		snprintf(r->port, sizeof(r->port), "%s", name);
+	} else {
+		char isid[13];
+
+		for (int i = 0; i < 12; i++)
+			isid[i] = (char)tolower((unsigned char)sep[5 + i]);
+		isid[12] = '\0';
+		snprintf(r->port, sizeof(r->port), "%s,i,0x%s", name, isid);
 	}
 	return 4 + alen;
 }
@@ -1188,6 +1205,7 @@ enum sense_reason pr_parse_out(struct scsi_cmd *cmd)
 int pr_lun_load(struct scsi_lun *lun, const char *dir, char *err, size_t errlen)
 {
 	struct pr_lun *p = lun->priv_pr;
+	size_t used;
 	int rc;
 
 	if (!p) {
@@ -1204,6 +1222,18 @@ int pr_lun_load(struct scsi_lun *lun, const char *dir, char *err, size_t errlen)
 	}
 	pthread_mutex_lock(&p->lock);
 	rc = pr_file_load(p, err, errlen);
+	if (rc == PR_LOAD_BAD) {
+		/* Only this LUN pays: it starts without the file's
+		 * registrations, and without APTPL so that nothing
+		 * overwrites the file before the operator has looked. */
+		free(p->path);
+		p->path = NULL;
+		used = strnlen(err, errlen);
+		snprintf(err + used, errlen - used,
+			 "; the LUN starts without the persistent reservations of that file and "
+			 "without APTPL (PTPL_C=0); the file is kept as it is: repair or remove it, "
+			 "then restart the daemon (removing it drops the reservations it holds)");
+	}
 	pr_publish(p);
 	pthread_mutex_unlock(&p->lock);
 	return rc;

@@ -43,11 +43,15 @@ void pr_lun_free(struct scsi_lun *lun);
 
 /*
  * APTPL: bind a LUN to its state file "<dir>/pr-<target>-lun<N>.state" and
- * restore what it holds. Returns 0 (also when there is no file), or -1 with
- * a message in err when the file exists but cannot be read or is not
- * intact: the caller must refuse to start rather than drop registrations.
+ * restore what it holds. Returns 0 (also when there is no file), -1 (out
+ * of memory; err says so), or PR_LOAD_BAD when the file exists but cannot
+ * be read or is not intact: err then says "FILE[:LINE]: what is wrong" and
+ * what to do; the LUN is usable, without that file's registrations and
+ * without APTPL, and the file is left as it is. Other LUNs are not
+ * concerned: the caller logs err and goes on.
  * dir == NULL: no persistence (APTPL requests are then refused).
  */
+#define PR_LOAD_BAD 1
 int pr_lun_load(struct scsi_lun *lun, const char *dir, char *err, size_t errlen);
 
 /* --- checks called from scsi_cmd_parse() --- */

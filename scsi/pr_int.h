@@ -58,9 +58,16 @@ static inline bool pr_type_valid(uint8_t type)
 	       type == PR_TYPE_EA_RO || type == PR_TYPE_WE_AR || type == PR_TYPE_EA_AR;
 }
 
-/* pr_file.c: the APTPL state file. */
+/* pr_file.c: the APTPL state file. Loading returns 0 (restored, or no
+ * file), PR_LOAD_BAD (scsi/pr.h: the file cannot be read or parsed; err
+ * says "FILE[:LINE]: what is wrong"; p is unchanged) or -1 (out of
+ * memory). */
 int pr_file_save(const struct pr_lun *p, char *err, size_t errlen);
 int pr_file_remove(const struct pr_lun *p, char *err, size_t errlen);
 int pr_file_load(struct pr_lun *p, char *err, size_t errlen);
+/* The parser itself, on a file's bytes: buf holds len bytes and room for
+ * one more (a NUL is written there); path names the file in messages. */
+int pr_file_parse(struct pr_lun *p, char *buf, size_t len, const char *path, char *err,
+		  size_t errlen);
 
 #endif

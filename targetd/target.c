@@ -120,7 +120,7 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 	};
 	struct backstore *bs;
 	struct scsi_lun *lun;
-	char err[256] = "";
+	char err[1024] = "";
 	int rc;
 
 	rc = backstore_open(&bs, &bp, err, sizeof(err));
@@ -139,9 +139,12 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		backstore_close(bs);
 		return -1;
 	}
-	/* APTPL persistent reservations: a damaged state file stops the
-	 * start rather than dropping registrations */
-	if (pr_lun_load(lun, target_pr_dir, err, sizeof(err))) {
+	/* APTPL persistent reservations: a damaged state file costs only
+	 * this LUN its registrations (and APTPL); the file is kept */
+	rc = pr_lun_load(lun, target_pr_dir, err, sizeof(err));
+	if (rc == PR_LOAD_BAD)
+		log_err("target %s LUN %u: %s", t->iqn, cl->lun, err);
+	else if (rc) {
 		log_err("target %s LUN %u: %s", t->iqn, cl->lun, err);
 		scsi_lun_destroy(lun);
 		backstore_close(bs);

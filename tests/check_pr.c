@@ -651,6 +651,100 @@ START_TEST(test_register_and_move)
 }
 END_TEST
 
+/* TransportIDs of SPEC_I_PT and REGISTER AND MOVE name iSCSI initiators:
+ * the name must be a valid iSCSI name (RFC 7143 4.2.7), else INVALID FIELD
+ * IN PARAMETER LIST; a valid one is kept normalised (lower case). Names
+ * that once reached the APTPL state file as they were: a space, a newline
+ * with a forged line behind it, bytes >= 0x7f. */
+static const struct tid_case {
+	uint8_t fmt;            /* 0: name only, 1: name,i,0x<ISID> */
+	const char *text;
+	bool ok;
+	const char *stored;     /* what READ FULL STATUS shows (ok cases) */
+} tid_cases[] = {
+	{ 0, "iqn.2026-01.org.example:host9", true, "iqn.2026-01.org.example:host9" },
+	{ 0, "IQN.2026-01.ORG.Example:Host9", true, "iqn.2026-01.org.example:host9" },
+	{ 1, "iqn.2026-01.org.example:host9,i,0x23D00000000A", true,
+	  "iqn.2026-01.org.example:host9,i,0x23d00000000a" },
+	{ 0, "eui.0123456789ABCDEF", true, "eui.0123456789abcdef" },
+	{ 0, "naa.52004567ba64678d", true, "naa.52004567ba64678d" },
+	{ 0, "iqn.2026-01.org.example:a b", false, NULL },
+	{ 0, "iqn.2026-01.org.example:x\nreg 00000000000000ff 1 1 0 iqn.2026-01.org.evil:x", false, NULL },
+	{ 0, "iqn.2026-01.org.example:caf\xc3\xa9", false, NULL },
+	{ 0, "iqn.2026-01.org.example:\x7f", false, NULL },
+	{ 0, "iqn.2026-01.org.example:a_b", false, NULL },
+	{ 0, "iqn.2026-01.org.example:a%0Ab", false, NULL },
+	{ 0, "eui.0123", false, NULL },
+	{ 0, "host9", false, NULL },
+	{ 0, "iqn.26-01.org.example:host9", false, NULL },
+	{ 1, "iqn.2026-01.org.example:host9,i,0x23d00000000g", false, NULL },
+	{ 1, "iqn.2026-01.org.example:a b,i,0x23d00000000a", false, NULL },
+	{ 1, "iqn.2026-01.org.example:host9", false, NULL },
+};
+
+/* A TransportID of the case at d; returns its length. */
+static uint32_t tid_put(uint8_t *d, const struct tid_case *tc)
+{
+	size_t n = strlen(tc->text) + 1;
+	uint32_t al = (uint32_t)ALIGN_UP(n < 20 ? 20 : n, 4);
+
+	memset(d, 0, 4 + al);
+	d[0] = (uint8_t)(tc->fmt << 6 | 0x05);
+	put_be16(d + 2, (uint16_t)al);
+	memcpy(d + 4, tc->text, n - 1);
+	return 4 + al;
+}
+
+START_TEST(test_tid_names)
+{
+	const struct tid_case *tc = &tid_cases[_i];
+	uint8_t p[28 + 128] = { 0 }, cdb[10] = { 0x5f, 0x00, 0, 0, 0, 0, 0, 0, 0, 0 };
+	uint32_t tl;
+	struct scsi_cmd c;
+
+	/* SPEC_I_PT: C registers itself and the port of the TransportID */
+	put_be64(p + 8, 0x5555);
+	p[20] = 0x08;
+	tl = tid_put(p + 28, tc);
+	put_be32(p + 24, tl);
+	cdb[8] = (uint8_t)(28 + tl);
+	run(&c, C, cdb, 10, p, 28 + tl);
+	if (!tc->ok) {
+		expect_sense(&c, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+		prin(&c, A, 0x00);
+		ck_assert_uint_eq(get_be32(buf + 4), 0);     /* all or nothing */
+	} else {
+		ck_assert_msg(c.status == SAM_STAT_GOOD, "%s: status %x", tc->text, c.status);
+		prin(&c, A, 0x03);                          /* READ FULL STATUS */
+		/* C's descriptor first, then the TransportID's */
+		ck_assert_uint_ge(get_be32(buf + 4), 2 * 24);
+		{
+			uint32_t d1 = 8 + 24 + get_be32(buf + 8 + 20);
+
+			ck_assert_str_eq((const char *)buf + d1 + 24 + 4, tc->stored);
+		}
+	}
+
+	/* REGISTER AND MOVE to the TransportID's port: A holds a reservation */
+	ck_assert_uint_eq(prout_st(A, 0x06, 0, 0, key_of[A], 0), SAM_STAT_GOOD);
+	ck_assert_uint_eq(prout_st(A, 0x01, PR_TYPE_WE, key_of[A], 0, 0), SAM_STAT_GOOD);
+	memset(p, 0, sizeof(p));
+	cdb[1] = 0x07;
+	cdb[2] = PR_TYPE_WE;
+	put_be64(p, key_of[A]);
+	put_be64(p + 8, 0x6666);
+	put_be16(p + 18, 1);
+	tl = tid_put(p + 24, tc);
+	put_be32(p + 20, tl);
+	cdb[8] = (uint8_t)(24 + tl);
+	run(&c, A, cdb, 10, p, 24 + tl);
+	if (!tc->ok)
+		expect_sense(&c, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+	else
+		ck_assert_msg(c.status == SAM_STAT_GOOD, "%s: status %x", tc->text, c.status);
+}
+END_TEST
+
 /* --- APTPL --- */
 
 static char *make_tmpdir(void)
@@ -716,13 +810,35 @@ START_TEST(test_aptpl_round_trip)
 	fclose(f);
 	scsi_lun_destroy(lun);
 	make_lun();
-	ck_assert_int_eq(pr_lun_load(lun, dir, err, sizeof(err)), -1);
+	ck_assert_int_eq(pr_lun_load(lun, dir, err, sizeof(err)), PR_LOAD_BAD);
 	ck_assert_ptr_nonnull(strstr(err, path));
 	ck_assert_ptr_nonnull(strstr(err, "checksum"));
 	ck_assert_int_eq(access(path, F_OK), 0);
+	/* the LUN goes on, without the file's state and without APTPL, and
+	 * nothing overwrites the damaged file */
+	pr_get_status(lun, &st);
+	ck_assert_uint_eq(st.n_regs, 0);
+	ck_assert(!st.pr_held);
+	prin(&c, A, 0x02);
+	ck_assert_uint_eq(buf[2] & 0x01, 0x00);   /* PTPL_C */
+	ck_assert_uint_eq(prout_st(A, 0x06, 0, 0, key_of[A], 0x01), SAM_STAT_CHECK_CONDITION);
+	ck_assert_uint_eq(prout_st(A, 0x06, 0, 0, key_of[A], 0x00), SAM_STAT_GOOD);
+	ck_assert_uint_eq(do_write(C), SAM_STAT_GOOD);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	{
+		char *again = calloc(1, (size_t)size + 1);
+
+		ck_assert_int_eq(fread(again, 1, (size_t)size + 1, f), size);
+		ck_assert_mem_eq(again, text, (size_t)size);
+		free(again);
+	}
+	fclose(f);
 	/* a truncated file */
 	ck_assert_int_eq(truncate(path, size / 2), 0);
-	ck_assert_int_eq(pr_lun_load(lun, dir, err, sizeof(err)), -1);
+	scsi_lun_destroy(lun);
+	make_lun();
+	ck_assert_int_eq(pr_lun_load(lun, dir, err, sizeof(err)), PR_LOAD_BAD);
 	ck_assert_ptr_nonnull(strstr(err, "truncated"));
 	free(text);
 
@@ -889,6 +1005,7 @@ Suite *pr_suite(void)
 	tcase_add_test(tc, test_all_registrants_survive_holder);
 	tcase_add_test(tc, test_spec_i_pt);
 	tcase_add_test(tc, test_register_and_move);
+	tcase_add_loop_test(tc, test_tid_names, 0, (int)ARRAY_SIZE(tid_cases));
 	tcase_add_test(tc, test_aptpl_round_trip);
 	tcase_add_test(tc, test_alua);
 	tcase_add_test(tc, test_conf_portal_groups);
