@@ -13,5 +13,8 @@ Suite *vaai_suite(void);
 Suite *pr_suite(void);
 Suite *backstore_suite(void);
 Suite *stats_suite(void);
+Suite *iscsi_name_suite(void);
+Suite *login_suite(void);
+Suite *pr_file_suite(void);
 
 #endif
