@@ -116,7 +116,7 @@ static void pr_escape(const char *s, char *out)
 }
 
 /* The whole file in memory, checksum line included. */
-static char *pr_file_format(const struct pr_lun *p, size_t *lenp)
+char *pr_file_format(const struct pr_lun *p, size_t *lenp)
 {
 	size_t cap = 256 + (size_t)p->n * (PR_ESC_MAX + 64), len = 0;
 	char *buf = malloc(cap), esc[PR_ESC_MAX + 1];

@@ -65,8 +65,10 @@ static inline bool pr_type_valid(uint8_t type)
 int pr_file_save(const struct pr_lun *p, char *err, size_t errlen);
 int pr_file_remove(const struct pr_lun *p, char *err, size_t errlen);
 int pr_file_load(struct pr_lun *p, char *err, size_t errlen);
-/* The parser itself, on a file's bytes: buf holds len bytes and room for
+/* What pr_file_save writes (malloc'd, *len bytes and a NUL), and the parser itself
+ * on a file's bytes (the fuzzer checks that one undoes the other): buf holds len bytes and room for
  * one more (a NUL is written there); path names the file in messages. */
+char *pr_file_format(const struct pr_lun *p, size_t *len);
 int pr_file_parse(struct pr_lun *p, char *buf, size_t len, const char *path, char *err,
 		  size_t errlen);
 
