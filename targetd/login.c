@@ -861,6 +861,11 @@ static void add_portal_addresses(struct iscsi_conn *c, struct iscsi_text *t)
 	}
 }
 
+/* The targets this session may see (RFC 7143 appendix C). A target with
+ * CHAP is listed like any other, to any discovery session whose initiator
+ * its ACL admits: discovery sessions cannot authenticate yet. Once they
+ * can (discovery CHAP), such targets should be listed only to a discovery
+ * session that authenticated. */
 static void send_targets(struct iscsi_conn *c, const char *which, struct iscsi_text *t)
 {
 	struct iscsi_session *s = c->sess;
