@@ -251,6 +251,15 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 	jadd(x, "aborts", ju64(c->aborts));
 	jadd(o, "task_management", x);
 	jadd(o, "unit_attentions", ju64(c->ua));
+	{
+		/* The space the backing file holds (st_blocks): what thin
+		 * provisioning, UNMAP and shared-block copies change. Files
+		 * only; a device or memory LUN has no such figure. */
+		struct stat st;
+
+		if (lun->bs && lun->bs->fd >= 0 && !lun->bs->is_blockdev && !fstat(lun->bs->fd, &st))
+			jadd(o, "allocated_bytes", ju64((uint64_t)st.st_blocks * 512));
+	}
 	free(c);
 	return o;
 }
