@@ -233,8 +233,8 @@ static void report_plot(const struct lab_opts *o, const struct lock_phase *ph, u
 
 #define SC(...) (len += (size_t)snprintf(sc + len, len < cap ? cap - len : 0, __VA_ARGS__))
 	SC("set multiplot layout 2,1 title %s font ',12'\n", lab_plot_str(workload, q, sizeof(q)));
-	SC("set title 'VM IOPS over time, the modes as phases; RESERVATION CONFLICTs on the right axis'\n"
-	   "set xlabel 'seconds'\nset ylabel 'VM IOPS'\nset y2label 'conflicts/s'\nset ytics nomirror\n"
+	SC("set title 'VM IOPS over time (seconds), the modes as phases; RESERVATION CONFLICTs on the right axis'\n"
+	   "unset xlabel\nset ylabel 'VM IOPS'\nset y2label 'conflicts/s'\nset ytics nomirror\n"
 	   "set y2tics\nset yrange [0:*]\nset y2range [0:*]\nset key below horizontal\n"
 	   "set offsets 0, 0, graph 0.15, 0\n");
 	for (unsigned i = 0; i < n; i++) {
@@ -263,7 +263,7 @@ static void report_plot(const struct lab_opts *o, const struct lock_phase *ph, u
 	   "%s using 1:3 axes x1y2 with lines lw 1.5 lc rgb '#d62728' title 'conflicts/s'", series, series);
 	if (misc)
 		SC(", %s using 1:4 axes x1y2 with lines lw 1.5 lc rgb '#2ca02c' title 'miscompares/s'", series);
-	SC("\nunset arrow\nunset label\nset title 'per mode%s: VM IOPS and conflicts/s'\nset xlabel ''\n"
+	SC("\nunset arrow\nunset label\nset title 'per mode%s: VM IOPS and conflicts/s'\n"
 	   "set style fill solid 0.85 border -1\nset boxwidth 0.36 absolute\nset xrange [-0.6:%.1f]\nset xtics (",
 	   o->rounds > 1 ? " (medians of the rounds)" : "", o->n_modes - 0.4);
 	for (unsigned i = 0; i < o->n_modes; i++)
