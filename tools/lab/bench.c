@@ -123,12 +123,15 @@ static void timer_fired(struct lab_timer *t)
 	bench_stop(b);
 }
 
-/* A unit nobody uses (verify), starting from u. */
+/* A unit nobody uses (verify), starting from u: at most one unit per
+ * command in flight is busy, so one more than those is always enough. */
 static bool unit_free(struct bench *b, uint64_t *u)
 {
+	uint64_t tries = (uint64_t)b->o->qd * b->o->sessions + 1;
+
 	if (!b->busy)
 		return true;
-	for (unsigned i = 0; i < 64; i++) {
+	for (uint64_t i = 0; i < tries && i < b->units; i++) {
 		uint64_t v = (*u + i) % b->units;
 
 		if (!b->busy[v]) {
@@ -316,6 +319,9 @@ static void bench_open(struct bench *b, const struct lab_opts *o)
 	b->units = blocks / b->unit_blocks;
 	if (b->units < o->sessions)
 		lab_die("the span (%" PRIu64 " blocks) holds fewer --bs units than sessions", blocks);
+	if (o->verify && b->units <= (uint64_t)o->qd * o->sessions)
+		lab_die("--verify needs more --bs units in the span (%" PRIu64 ") than commands in "
+			"flight (%u): give a larger span or a smaller --qd", b->units, o->qd * o->sessions);
 	if (o->verify) {
 		if (b->units > BENCH_VERIFY_MAX_UNITS)
 			lab_die("--verify tracks at most %u units of --bs; give a smaller --size or --region",

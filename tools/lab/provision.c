@@ -228,7 +228,7 @@ int lab_clone(const struct lab_opts *o)
 		{ .name = "EXTENDED COPY", .key = "xcopy" },
 	};
 	struct prov p;
-	char title[200], b[32];
+	char title[200], b[32], sb[32];
 
 	prov_open(&p, o, 3);
 	if (p.seg > 0xffff)
@@ -259,8 +259,8 @@ int lab_clone(const struct lab_opts *o)
 		lab_json_print(j);
 	} else {
 		printf("clone: %s, EXTENDED COPY in %s segments, %u in flight\n\n",
-		       lab_fmt_bytes(p.nblk * p.s->bs, b, sizeof(b)), lab_fmt_bytes((uint64_t)p.seg * p.s->bs,
-		       title, sizeof(title)), p.qd);
+		       lab_fmt_bytes(p.nblk * p.s->bs, b, sizeof(b)),
+		       lab_fmt_bytes((uint64_t)p.seg * p.s->bs, sb, sizeof(sb)), p.qd);
 		methods_table(&p, m, 2, "targetd XCOPY");
 		if (m[0].r.have_net && net(&m[0].r))
 			printf("EXTENDED COPY moved %.3f %% of the host copy's network bytes.\n",
