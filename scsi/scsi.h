@@ -131,6 +131,7 @@ enum sense_reason {
 	SR_COPY_ABORTED,                /* COPY ABORTED 00/00 (EXTENDED COPY segment error) */
 	SR_OPERATION_IN_PROGRESS,       /* ILLEGAL REQUEST 00/16 (EXTENDED COPY list ID in use) */
 	SR_INITIATOR_RESPONSE_TIMEOUT,  /* ABORTED COMMAND 4B/06 (transport: no Data-Out in time) */
+	SR_INVALID_MESSAGE,             /* ILLEGAL REQUEST 49/00 (ACA task attribute, scsi/taskset.c) */
 	SR__COUNT
 };
 

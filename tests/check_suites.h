@@ -16,5 +16,6 @@ Suite *stats_suite(void);
 Suite *iscsi_name_suite(void);
 Suite *login_suite(void);
 Suite *pr_file_suite(void);
+Suite *taskset_suite(void);
 
 #endif
