@@ -49,8 +49,10 @@ static void mode_control(const struct scsi_mode_state *m, uint8_t *p)
 	memset(p, 0, 12);
 	p[0] = PAGE_CONTROL;
 	p[1] = 0x0a;
-	p[2] = m->d_sense ? 0x04 : 0;
-	p[3] = (uint8_t)((m->qerr & 3) << 1);
+	/* TST 001b: a task set per I_T nexus; QAM 1: SIMPLE commands may be
+	 * reordered (scsi/taskset.c) */
+	p[2] = (uint8_t)(0x20 | (m->d_sense ? 0x04 : 0));
+	p[3] = (uint8_t)(0x10 | (m->qerr & 3) << 1);
 	p[4] = m->swp ? 0x08 : 0;
 	p[5] = m->tas ? 0x40 : 0;
 	put_be16(p + 8, 0xffff);      /* BUSY TIMEOUT PERIOD: unlimited */

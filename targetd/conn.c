@@ -840,37 +840,6 @@ static void queue_task_set_full(struct iscsi_conn *c, uint32_t itt)
 	iscsi_conn_queue_pdu(c, p);
 }
 
-/* RFC 7143 4.2.2.1: check CmdSN. Returns true if the command is accepted. */
-static bool cmdsn_accept(struct iscsi_session *s, uint32_t cmdsn, bool immediate)
-{
-	if (immediate)
-		return true;
-	if (sn_lt(cmdsn, s->exp_cmdsn) || sn_lt(iscsi_session_max_cmdsn(s), cmdsn))
-		return false;
-	return true;
-}
-
-/* Advance ExpCmdSN past cmdsn and past any commands that arrived ahead of
- * a gap (several connections per session). */
-void cmdsn_received(struct iscsi_session *s, uint32_t cmdsn)
-{
-	if (cmdsn != s->exp_cmdsn) {
-		if (s->n_ahead < ARRAY_SIZE(s->ahead))
-			s->ahead[s->n_ahead++] = cmdsn;
-		return;
-	}
-	s->exp_cmdsn++;
-	for (unsigned i = 0; i < s->n_ahead;) {
-		if (s->ahead[i] == s->exp_cmdsn) {
-			s->exp_cmdsn++;
-			s->ahead[i] = s->ahead[--s->n_ahead];
-			i = 0;
-		} else {
-			i++;
-		}
-	}
-}
-
 /* WRITE and WRITE AND VERIFY may be cut to what EDTL carries. */
 static bool write_truncatable(const struct scsi_cmd *cmd)
 {
@@ -915,7 +884,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 			return;
 		}
 	}
-	if (!cmdsn_accept(s, cmdsn, immediate)) {
+	if (!immediate && !iscsi_cmdsn_acceptable(s, cmdsn)) {
 		/* Silently ignored, data and all. */
 		log_debug("CmdSN %u outside window [%u, %u]", cmdsn, s->exp_cmdsn, iscsi_session_max_cmdsn(s));
 		c->rx_keep = 0;
@@ -931,8 +900,6 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		c->rx_keep = 0;
 		return;
 	}
-	if (!immediate)
-		cmdsn_received(s, cmdsn);
 	t->conn = c;
 	c->refs++;
 	t->itt = bhs_itt(b);
@@ -978,6 +945,9 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		scsi_cmd_set_result(cmd, scsi_invalid_cdb(cmd, 0, -1));
 	} else if (scsi_cmd_parse(cmd) != SR_OK) {
 		t->parse_failed = true;
+	} else if (scsi_task_attr_check(cmd->task_attr) != SR_OK) {
+		t->parse_failed = true;   /* ACA (scsi/taskset.c) */
+		scsi_cmd_set_result(cmd, scsi_task_attr_check(cmd->task_attr));
 	}
 
 	if (!t->parse_failed && cmd->dir == SCSI_DIR_WRITE) {
@@ -1039,12 +1009,9 @@ static void rx_scsi_cmd_done(struct iscsi_conn *c)
 	if (!t)
 		return;
 	if (c->data_digest_bad) {
-		/* RFC 7143 7.8: discard, the initiator retries via Reject */
-		struct iscsi_session *s = t->sess;
+		/* RFC 7143 7.8: discard, the initiator retries via Reject;
+		 * the CmdSN of a rejected command is not received */
 		iscsi_conn_reject(c, ISCSI_REJECT_DATA_DIGEST, c->bhs);
-		/* RFC 7143 7.8: the CmdSN of a rejected command is not received */
-		if (!t->immediate && s->exp_cmdsn == t->cmdsn + 1)
-			s->exp_cmdsn--;
 		iscsi_task_hash_del(t);
 		iscsi_task_free(t);
 		return;
@@ -1052,6 +1019,12 @@ static void rx_scsi_cmd_done(struct iscsi_conn *c)
 	t->received = c->dlen;
 	t->stored = MIN(c->dlen, t->want);
 	t->r2t_sent_off = MIN(c->dlen + t->unsol_left, t->want);
+	if (!iscsi_cmdsn_arrived(t)) {
+		/* a copy of a command received meanwhile: ignored */
+		iscsi_task_hash_del(t);
+		iscsi_task_free(t);
+		return;
+	}
 	task_ready(t);
 }
 
@@ -1065,10 +1038,7 @@ static void task_ready(struct iscsi_task *t)
 		 * this ITT finds no task and is dropped. */
 		iscsi_task_hash_del(t);
 		t->cmd.buf_len = t->stored;
-		if (t->parse_failed)
-			iscsi_task_respond(t);
-		else
-			iscsi_task_exec(t);
+		iscsi_cmdsn_ready(t);   /* runs in CmdSN and task set order */
 		return;
 	}
 	/* Solicit what the unsolicited burst did not cover. */
@@ -1196,6 +1166,7 @@ void iscsi_task_respond(struct iscsi_task *t)
 {
 	struct scsi_cmd *cmd = &t->cmd;
 
+	iscsi_cmdsn_done(t);
 	scsi_stats_cmd_done(cmd);
 	t->sess->stat_cmds++;
 	if (cmd->status != SAM_STAT_GOOD)
@@ -1251,7 +1222,7 @@ static void rx_nop_out(struct iscsi_conn *c)
 
 	if (!bhs_immediate(b)) {
 		uint32_t cmdsn = get_be32(b + 24);
-		if (!cmdsn_accept(s, cmdsn, false))
+		if (!iscsi_cmdsn_acceptable(s, cmdsn))
 			return;
 		cmdsn_received(s, cmdsn);
 	}
@@ -1281,7 +1252,7 @@ static void rx_logout(struct iscsi_conn *c)
 
 	if (!bhs_immediate(b)) {
 		uint32_t cmdsn = get_be32(b + 24);
-		if (cmdsn_accept(s, cmdsn, false))
+		if (iscsi_cmdsn_acceptable(s, cmdsn))
 			cmdsn_received(s, cmdsn);
 	}
 	if (!p) {

@@ -19,10 +19,14 @@
  *   command in the steady state.
  *
  * Task states (changed only by the owning thread):
- *   FREE -> DATA_OUT (collecting write data) -> QUEUED (waiting for CmdSN
- *   order) -> EXEC (in the SCSI layer / backstore) -> RESPOND (in the
- *   transmit queue) -> FREE. A task that task management aborts while EXEC
- *   moves to ABORTED and is freed when the backstore completes it.
+ *   FREE -> DATA_OUT (collecting write data) -> QUEUED (data complete,
+ *   waiting for CmdSN order and its task set: targetd/cmdsn.c) -> EXEC (in
+ *   the SCSI layer / backstore) -> RESPOND (in the transmit queue) -> FREE.
+ *   CmdSN order and the task set are not states of their own: a task in
+ *   DATA_OUT may already be delivered, or still held behind a hole
+ *   (iscsi_task.sn_entry, .ts_entry, owned by cmdsn.c and scsi/taskset.c).
+ *   A task that task management aborts while EXEC moves to ABORTED and is
+ *   freed when the backstore completes it.
  *
  * Transmit references: every slot of a connection's transmit ring that
  * holds a PDU of a task (an R2T, a Data-In, the status) counts in
@@ -45,6 +49,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include "scsi/scsi.h"
+#include "targetd/cmdsn.h"
 #include "targetd/iscsi_pdu.h"
 #include "targetd/login.h"
 #include "targetd/params.h"
@@ -105,7 +110,9 @@ struct iscsi_task {
 	uint8_t bhs_flags;
 	uint8_t lun_raw[8];
 	struct iscsi_task *hnext;      /* ITT hash chain */
-	struct list_head qlink;        /* session's CmdSN-ordered queue */
+	struct list_head qlink;        /* session's run queue (cmdsn.c) */
+	struct iscsi_cmdsn_entry sn_entry; /* place in CmdSN order (cmdsn.c) */
+	struct scsi_task_entry ts_entry;   /* place in its LUN's task set */
 
 	/* Data-Out */
 	uint32_t want;                 /* bytes to receive into buf */
@@ -160,7 +167,7 @@ struct iscsi_session {
 	struct iscsi_params params;
 
 	uint32_t exp_cmdsn;
-	uint32_t max_cmdsn_sent;
+	uint32_t max_cmdsn_sent;       /* highest MaxCmdSN advertised */
 	unsigned queue_depth;
 
 	struct iscsi_task *tasks;
@@ -168,12 +175,11 @@ struct iscsi_session {
 	unsigned active;               /* non-immediate tasks not yet freed */
 	struct iscsi_task *free_list;
 	struct iscsi_task *hash[TASK_HASH_SIZE];
-	uint32_t ahead[64];            /* CmdSNs received beyond a gap */
+	struct iscsi_cmdsn cmdsn;      /* reorder queue, task sets (cmdsn.c) */
 	struct {
 		uint32_t cmdsn, itt;
 	} aborted_ahead[16];           /* aborted before they arrived (ABORT TASK) */
 	unsigned n_aborted_ahead;
-	unsigned n_ahead;
 	unsigned exec_count;           /* tasks inside the SCSI layer */
 	bool logout_session;
 
@@ -372,7 +378,6 @@ void iscsi_session_for_each(void (*fn)(struct iscsi_session *s, void *arg), void
 void iscsi_task_exec(struct iscsi_task *t);
 void iscsi_task_respond(struct iscsi_task *t);
 void iscsi_cmd_complete_cb(struct scsi_cmd *cmd);
-void cmdsn_received(struct iscsi_session *s, uint32_t cmdsn);
 
 /* tmf.c */
 void iscsi_tmf_rx(struct iscsi_conn *c);

@@ -134,6 +134,11 @@ struct iscsi_session *iscsi_session_new(struct iscsi_conn *c)
 		return NULL;
 	}
 	s->n_tasks = n;
+	if (iscsi_cmdsn_init(s)) {
+		free(s->tasks);
+		free(s);
+		return NULL;
+	}
 	for (unsigned i = n; i-- > 0;) {
 		struct iscsi_task *t = &s->tasks[i];
 		t->sess = s;
@@ -297,6 +302,7 @@ void iscsi_task_free(struct iscsi_task *t)
 	scsi_stats_release(&t->cmd);   /* the LUN may be freed by a reload now */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
+	iscsi_cmdsn_forget(t);
 	/* A connection may be in the middle of receiving this task's data
 	 * (a TMF or an abort from another connection of the session): the
 	 * rest of that PDU goes to scratch. */
@@ -405,8 +411,14 @@ uint16_t iscsi_session_check_limits(const char *initiator, const uint8_t *isid,
 uint32_t iscsi_session_max_cmdsn(struct iscsi_session *s)
 {
 	unsigned free_slots = s->active < s->queue_depth ? s->queue_depth - s->active : 0;
+	uint32_t max = s->exp_cmdsn - 1 + free_slots;
 
-	return s->exp_cmdsn - 1 + free_slots;
+	/* The initiator keeps the highest value it saw: the window ends there
+	 * (iscsi_cmdsn_acceptable). One beyond ExpCmdSN - 1 + queue depth
+	 * predates the session's first CmdSN. */
+	if (s->max_cmdsn_sent - (s->exp_cmdsn - 1) > s->queue_depth || sn_lt(s->max_cmdsn_sent, max))
+		s->max_cmdsn_sent = max;
+	return max;
 }
 
 void iscsi_session_attach_conn(struct iscsi_session *s, struct iscsi_conn *c)
@@ -421,6 +433,7 @@ static void session_free(struct iscsi_session *s)
 	iscsi_session_unregister(s);
 	if (!s->discovery && s->target)
 		scsi_nexus_detach(&s->nexus);
+	iscsi_cmdsn_destroy(s);
 	free(s->tasks);
 	free(s);
 }
@@ -428,7 +441,7 @@ static void session_free(struct iscsi_session *s)
 /* Free the session once no connection and no task in the SCSI layer holds it. */
 void iscsi_session_put(struct iscsi_session *s)
 {
-	if (s->n_conns || !s->closing || atomic_load(&s->conn_slots))
+	if (s->n_conns || !s->closing || atomic_load(&s->conn_slots) || iscsi_cmdsn_busy(s))
 		return;
 	for (unsigned i = 0; i < s->n_tasks; i++)
 		if (s->tasks[i].state != TASK_FREE)

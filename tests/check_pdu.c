@@ -117,6 +117,7 @@ START_TEST(test_cmdsn_window)
 	memset(&s, 0, sizeof(s));
 	s.queue_depth = 4;
 	s.exp_cmdsn = 100;
+	ck_assert_int_eq(iscsi_cmdsn_init(&s), 0);
 	ck_assert_uint_eq(iscsi_session_max_cmdsn(&s), 103);
 	s.active = 3;
 	ck_assert_uint_eq(iscsi_session_max_cmdsn(&s), 100);
@@ -133,12 +134,13 @@ START_TEST(test_cmdsn_window)
 	ck_assert_uint_eq(s.exp_cmdsn, 101);
 	cmdsn_received(&s, 101);          /* gap filled: jumps to 104 */
 	ck_assert_uint_eq(s.exp_cmdsn, 104);
-	ck_assert_uint_eq(s.n_ahead, 0);
+	ck_assert_uint_eq(s.cmdsn.held, 0);
 
 	s.exp_cmdsn = 0xffffffffu;        /* wrap-around */
 	cmdsn_received(&s, 0xffffffffu);
 	ck_assert_uint_eq(s.exp_cmdsn, 0);
 	ck_assert_uint_eq(iscsi_session_max_cmdsn(&s), 3);
+	iscsi_cmdsn_destroy(&s);
 }
 END_TEST
 

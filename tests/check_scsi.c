@@ -924,8 +924,9 @@ START_TEST(test_mode_select_invalid)
 	uint8_t sel[10] = { 0x55, 0x10, 0, 0, 0, 0, 0, 0, 20, 0 };
 	uint8_t data[32];
 
-	/* non-changeable bit (TST) in the Control page */
-	mode_select_page(&r, &nx, 0, 0x0a, 2, 0x20, 0);
+	/* non-changeable bit (TST, 001b: one task set per I_T nexus) in the
+	 * Control page */
+	mode_select_page(&r, &nx, 0, 0x0a, 2, 0, 0x20);
 	expect_sense(&r.cmd, 5, 0x26, 0);
 	ck_assert_uint_eq(r.cmd.sense[15], 0x80 | 0x08 | 5);   /* SKSV, C/D=0, BPV, bit 5 */
 	ck_assert_uint_eq(get_be16(r.cmd.sense + 16), 4 + 2);
