@@ -17,5 +17,6 @@ Suite *iscsi_name_suite(void);
 Suite *login_suite(void);
 Suite *pr_file_suite(void);
 Suite *taskset_suite(void);
+Suite *iscsi_cmdsn_suite(void);
 
 #endif
