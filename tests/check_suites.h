@@ -18,5 +18,6 @@ Suite *login_suite(void);
 Suite *pr_file_suite(void);
 Suite *taskset_suite(void);
 Suite *iscsi_cmdsn_suite(void);
+Suite *iscsi_reader_suite(void);
 
 #endif
