@@ -19,5 +19,6 @@ Suite *pr_file_suite(void);
 Suite *taskset_suite(void);
 Suite *iscsi_cmdsn_suite(void);
 Suite *iscsi_reader_suite(void);
+Suite *iscsi_dataout_suite(void);
 
 #endif
