@@ -20,5 +20,6 @@ Suite *taskset_suite(void);
 Suite *iscsi_cmdsn_suite(void);
 Suite *iscsi_reader_suite(void);
 Suite *iscsi_dataout_suite(void);
+Suite *iscsi_tmf_suite(void);
 
 #endif

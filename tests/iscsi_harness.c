@@ -492,6 +492,7 @@ uint32_t ih_ping(struct ih *h, unsigned ci)
 	uint8_t b[ISCSI_BHS_LEN];
 	uint32_t itt = ih_bhs_nop(h, b, h->cmdsn, true);
 
+	ih_run(h);   /* what the target can do before the ping is done */
 	ih_send(h, ci, b, NULL, 0);
 	return itt;
 }

@@ -102,8 +102,9 @@ uint32_t ih_bhs_tmf(struct ih *h, uint8_t *b, uint8_t function, uint32_t cmdsn, 
  * ITT. data/dlen: immediate data. */
 uint32_t ih_cmd(struct ih *h, unsigned ci, const uint8_t *cdb, unsigned cdb_len, uint8_t flags,
 		uint32_t edtl, uint16_t lun, const void *data, uint32_t dlen);
-/* An immediate NOP-Out ping on ci; returns its ITT. Its NOP-In follows
- * everything the target had queued on ci before reading it. */
+/* An immediate NOP-Out ping on ci, once the target has done all it can
+ * (ih_run); returns its ITT. Its NOP-In follows everything the target
+ * had queued on ci before reading it. */
 uint32_t ih_ping(struct ih *h, unsigned ci);
 
 /* Read PDUs on ci until one with this ITT and opcode arrives (opcode 0xff:
