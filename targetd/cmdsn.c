@@ -221,7 +221,7 @@ static void cmdsn_drain(struct iscsi_session *s)
 	q->draining = false;
 }
 
-void cmdsn_received(struct iscsi_session *s, uint32_t sn)
+void iscsi_cmdsn_received(struct iscsi_session *s, uint32_t sn)
 {
 	struct iscsi_cmdsn_entry **slot;
 
@@ -238,6 +238,14 @@ void cmdsn_received(struct iscsi_session *s, uint32_t sn)
 		return;
 	*slot = &cmdsn_mark;
 	s->cmdsn.held++;
+}
+
+bool iscsi_cmdsn_take(struct iscsi_session *s, uint32_t sn)
+{
+	if (!iscsi_cmdsn_acceptable(s, sn))
+		return false;
+	iscsi_cmdsn_received(s, sn);
+	return true;
 }
 
 bool iscsi_cmdsn_arrived(struct iscsi_task *t)

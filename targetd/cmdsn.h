@@ -59,11 +59,15 @@ bool iscsi_cmdsn_busy(const struct iscsi_session *s);
  * window, from ExpCmdSN to the highest MaxCmdSN advertised, and not have
  * been received already; anything else is ignored silently. */
 bool iscsi_cmdsn_acceptable(struct iscsi_session *s, uint32_t sn);
-/* A non-immediate PDU that is acted on when it arrives (NOP-Out, Text,
- * Logout, task management; a command answered TASK SET FULL; an ABORT
- * TASK for a command that has not arrived) was received with this CmdSN:
- * ExpCmdSN moves past it once every lower CmdSN is in. */
-void cmdsn_received(struct iscsi_session *s, uint32_t sn);
+/* A non-immediate PDU that is acted on when it arrives (a command
+ * answered TASK SET FULL; an ABORT TASK for a command that has not
+ * arrived) was received with this CmdSN: ExpCmdSN moves past it once
+ * every lower CmdSN is in. */
+void iscsi_cmdsn_received(struct iscsi_session *s, uint32_t sn);
+/* The one CmdSN check of a non-immediate NOP-Out, Text, Logout or task
+ * management request, which act when they arrive: false if the PDU must
+ * be ignored (iscsi_cmdsn_acceptable), else its CmdSN is received. */
+bool iscsi_cmdsn_take(struct iscsi_session *s, uint32_t sn);
 
 /* The command PDU of t and its immediate data arrived whole: an immediate
  * command is delivered now, a non-immediate one now or when the CmdSNs

@@ -895,7 +895,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		limit_hit(LIM_QUEUE_DEPTH, "connection %s: all %u tasks of the session in use; TASK SET FULL",
 			  c->peer, s->n_tasks);
 		if (!immediate)
-			cmdsn_received(s, cmdsn);
+			iscsi_cmdsn_received(s, cmdsn);
 		queue_task_set_full(c, bhs_itt(b));
 		c->rx_keep = 0;
 		return;
@@ -1220,12 +1220,8 @@ static void rx_nop_out(struct iscsi_conn *c)
 	uint32_t itt = bhs_itt(b);
 	struct tx_pdu *p;
 
-	if (!bhs_immediate(b)) {
-		uint32_t cmdsn = get_be32(b + 24);
-		if (!iscsi_cmdsn_acceptable(s, cmdsn))
-			return;
-		cmdsn_received(s, cmdsn);
-	}
+	if (!bhs_immediate(b) && !iscsi_cmdsn_take(s, get_be32(b + 24)))
+		return;
 	if (itt == ISCSI_RSVD_TAG)
 		return;   /* answer to our ping */
 	p = iscsi_pdu_new(ISCSI_OP_NOP_IN, c->dlen);
@@ -1250,11 +1246,8 @@ static void rx_logout(struct iscsi_conn *c)
 	uint8_t reason = b[1] & 0x7f;
 	struct tx_pdu *p = iscsi_pdu_new(ISCSI_OP_LOGOUT_RSP, 0);
 
-	if (!bhs_immediate(b)) {
-		uint32_t cmdsn = get_be32(b + 24);
-		if (iscsi_cmdsn_acceptable(s, cmdsn))
-			cmdsn_received(s, cmdsn);
-	}
+	if (!bhs_immediate(b))
+		iscsi_cmdsn_take(s, get_be32(b + 24));
 	if (!p) {
 		iscsi_conn_close(c, "out of memory");
 		return;

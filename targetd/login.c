@@ -924,12 +924,8 @@ void iscsi_text_rx(struct iscsi_conn *c)
 	struct iscsi_kv kv[64];
 	int nkv;
 
-	if (!bhs_immediate(b)) {
-		uint32_t cmdsn = get_be32(b + 24);
-		if (sn_lt(cmdsn, s->exp_cmdsn) || sn_lt(iscsi_session_max_cmdsn(s), cmdsn))
-			return;
-		cmdsn_received(s, cmdsn);
-	}
+	if (!bhs_immediate(b) && !iscsi_cmdsn_take(s, get_be32(b + 24)))
+		return;
 	if (b[1] & ISCSI_TEXT_CONTINUE) {
 		iscsi_conn_reject(c, ISCSI_REJECT_PROTOCOL_ERROR, b);
 		return;

@@ -116,12 +116,8 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 	struct iscsi_tmf *m;
 	struct scsi_lun *sl = NULL;
 
-	if (!bhs_immediate(b)) {
-		uint32_t cmdsn = get_be32(b + 24);
-		if (sn_lt(cmdsn, s->exp_cmdsn) || sn_lt(iscsi_session_max_cmdsn(s), cmdsn))
-			return;
-		cmdsn_received(s, cmdsn);
-	}
+	if (!bhs_immediate(b) && !iscsi_cmdsn_take(s, get_be32(b + 24)))
+		return;
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		iscsi_conn_close(c, "out of memory");
@@ -162,7 +158,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 				s->aborted_ahead[s->n_aborted_ahead].cmdsn = ref;
 				s->aborted_ahead[s->n_aborted_ahead].itt = rtt;
 				s->n_aborted_ahead++;
-				cmdsn_received(s, ref);
+				iscsi_cmdsn_received(s, ref);
 			} else {
 				m->response = ISCSI_TMF_RSP_NO_TASK;
 			}

@@ -117,7 +117,7 @@ START_TEST(test_cmdsn_window)
 	ck_assert(!iscsi_cmdsn_acceptable(s, 9));
 	ck_assert(!iscsi_cmdsn_acceptable(s, 0x80000001u));
 	cmd_at(1, 3, tur, 6, F | 1, 0, 0, NULL, 0);       /* held */
-	cmdsn_received(s, 4);                             /* marked */
+	iscsi_cmdsn_received(s, 4);                             /* marked */
 	ck_assert(!iscsi_cmdsn_acceptable(s, 3));
 	ck_assert(!iscsi_cmdsn_acceptable(s, 4));
 	ck_assert(iscsi_cmdsn_acceptable(s, 2));
@@ -131,8 +131,8 @@ START_TEST(test_cmdsn_window)
 	uint32_t got[4];
 	ck_assert_uint_eq(answered_before_ping(0, got, 4), 0);
 	(void)far;
-	cmdsn_received(s, 1);
-	cmdsn_received(s, 2);                             /* hole closed: 3 runs, 4 passes */
+	iscsi_cmdsn_received(s, 1);
+	iscsi_cmdsn_received(s, 2);                             /* hole closed: 3 runs, 4 passes */
 	ih_run(&h);
 	ck_assert_uint_eq(s->exp_cmdsn, 5);
 }

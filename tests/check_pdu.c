@@ -127,17 +127,17 @@ START_TEST(test_cmdsn_window)
 	ck_assert_uint_eq(iscsi_session_max_cmdsn(&s), 99);
 	s.active = 0;
 
-	cmdsn_received(&s, 100);
+	iscsi_cmdsn_received(&s, 100);
 	ck_assert_uint_eq(s.exp_cmdsn, 101);
-	cmdsn_received(&s, 103);          /* ahead of a gap */
-	cmdsn_received(&s, 102);
+	iscsi_cmdsn_received(&s, 103);          /* ahead of a gap */
+	iscsi_cmdsn_received(&s, 102);
 	ck_assert_uint_eq(s.exp_cmdsn, 101);
-	cmdsn_received(&s, 101);          /* gap filled: jumps to 104 */
+	iscsi_cmdsn_received(&s, 101);          /* gap filled: jumps to 104 */
 	ck_assert_uint_eq(s.exp_cmdsn, 104);
 	ck_assert_uint_eq(s.cmdsn.held, 0);
 
 	s.exp_cmdsn = 0xffffffffu;        /* wrap-around */
-	cmdsn_received(&s, 0xffffffffu);
+	iscsi_cmdsn_received(&s, 0xffffffffu);
 	ck_assert_uint_eq(s.exp_cmdsn, 0);
 	ck_assert_uint_eq(iscsi_session_max_cmdsn(&s), 3);
 	iscsi_cmdsn_destroy(&s);
