@@ -72,6 +72,7 @@
  */
 #include "config.h"
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include "backstore/io_engine.h"
 #include "targetd/cmdsn.h"
@@ -138,9 +139,10 @@ static bool cmdsn_in_ring(const struct iscsi_session *s, uint32_t sn)
 bool iscsi_cmdsn_acceptable(struct iscsi_session *s, uint32_t sn)
 {
 	uint32_t max = iscsi_session_max_cmdsn(s);
+	uint32_t sent = atomic_load_explicit(&s->max_cmdsn_sent, memory_order_relaxed);
 
-	if (sn_lt(max, s->max_cmdsn_sent))
-		max = s->max_cmdsn_sent;
+	if (sn_lt(max, sent))
+		max = sent;
 	if (sn_lt(sn, s->exp_cmdsn) || sn_lt(max, sn))
 		return false;
 	if (sn == s->exp_cmdsn)
@@ -267,11 +269,11 @@ bool iscsi_cmdsn_arrived(struct iscsi_task *t)
 		return true;
 	}
 	/* Another copy may have been taken while this one's data arrived. */
-	if (!cmdsn_in_ring(s, sn))
+	slot = cmdsn_in_ring(s, sn) ? cmdsn_slot(&s->cmdsn, sn) : NULL;
+	if (!slot || *slot) {
+		t->sn_entry.state = CMDSN_NOT_RECEIVED;
 		return false;
-	slot = cmdsn_slot(&s->cmdsn, sn);
-	if (*slot)
-		return false;
+	}
 	*slot = &t->sn_entry;
 	s->cmdsn.held++;
 	t->sn_entry.state = CMDSN_HELD;
@@ -309,11 +311,19 @@ void iscsi_cmdsn_forget(struct iscsi_task *t)
 
 		if (*slot == &t->sn_entry)
 			*slot = &cmdsn_mark;   /* received: the CmdSN stays taken */
+	} else if (t->sn_entry.state == CMDSN_NONE && !t->immediate && t->conn) {
+		/* ended while its PDU was arriving: never leave a hole */
+		iscsi_cmdsn_received(s, t->cmdsn);
 	}
 	t->sn_entry.state = CMDSN_NONE;
 	scsi_taskset_leave(&t->ts_entry, cmdsn_enabled, NULL);
 	if (!list_empty(&t->qlink))
 		list_del(&t->qlink);
+}
+
+void iscsi_cmdsn_not_received(struct iscsi_task *t)
+{
+	t->sn_entry.state = CMDSN_NOT_RECEIVED;
 }
 
 /* run_io's completion: start what became startable, oldest first. */

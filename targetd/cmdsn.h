@@ -22,6 +22,8 @@ enum cmdsn_state {
 	CMDSN_NONE = 0,       /* not arrived whole yet */
 	CMDSN_HELD,           /* in the reorder queue, waiting for a lower CmdSN */
 	CMDSN_DELIVERED,      /* handed to the SCSI layer (immediate: at once) */
+	CMDSN_NOT_RECEIVED,   /* dropped (a copy, a data digest error): its
+	                       * CmdSN is not this task's to count */
 };
 
 /* A command's place in its session's CmdSN order (in struct iscsi_task). */
@@ -80,8 +82,13 @@ bool iscsi_cmdsn_arrived(struct iscsi_task *t);
 void iscsi_cmdsn_ready(struct iscsi_task *t);
 /* t's status is set: it leaves its task set (may let others start). */
 void iscsi_cmdsn_done(struct iscsi_task *t);
-/* t is being freed: off the reorder queue (its CmdSN stays received),
- * its task set and the run queue. */
+/* t is being freed: off the reorder queue, its task set and the run
+ * queue. Its CmdSN counts as received, also when the command ends before
+ * its PDU was whole (its connection closed, ABORT TASK, a Data-Out
+ * timeout), unless iscsi_cmdsn_not_received() said otherwise. */
 void iscsi_cmdsn_forget(struct iscsi_task *t);
+/* RFC 7143 7.8: a command whose immediate data failed its digest is
+ * rejected and not received; its CmdSN stays open for the retry. */
+void iscsi_cmdsn_not_received(struct iscsi_task *t);
 
 #endif

@@ -1012,6 +1012,7 @@ static void rx_scsi_cmd_done(struct iscsi_conn *c)
 		/* RFC 7143 7.8: discard, the initiator retries via Reject;
 		 * the CmdSN of a rejected command is not received */
 		iscsi_conn_reject(c, ISCSI_REJECT_DATA_DIGEST, c->bhs);
+		iscsi_cmdsn_not_received(t);
 		iscsi_task_hash_del(t);
 		iscsi_task_free(t);
 		return;

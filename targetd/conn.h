@@ -167,7 +167,8 @@ struct iscsi_session {
 	struct iscsi_params params;
 
 	uint32_t exp_cmdsn;
-	uint32_t max_cmdsn_sent;       /* highest MaxCmdSN advertised */
+	_Atomic uint32_t max_cmdsn_sent; /* highest MaxCmdSN advertised (a joining
+	                                  * connection's login reads it too) */
 	unsigned queue_depth;
 
 	struct iscsi_task *tasks;

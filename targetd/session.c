@@ -412,12 +412,16 @@ uint32_t iscsi_session_max_cmdsn(struct iscsi_session *s)
 {
 	unsigned free_slots = s->active < s->queue_depth ? s->queue_depth - s->active : 0;
 	uint32_t max = s->exp_cmdsn - 1 + free_slots;
+	uint32_t sent = atomic_load_explicit(&s->max_cmdsn_sent, memory_order_relaxed);
 
 	/* The initiator keeps the highest value it saw: the window ends there
 	 * (iscsi_cmdsn_acceptable). One beyond ExpCmdSN - 1 + queue depth
-	 * predates the session's first CmdSN. */
-	if (s->max_cmdsn_sent - (s->exp_cmdsn - 1) > s->queue_depth || sn_lt(s->max_cmdsn_sent, max))
-		s->max_cmdsn_sent = max;
+	 * predates the session's first CmdSN. The login of a joining
+	 * connection, on another thread, advertises too. */
+	while (sent - (s->exp_cmdsn - 1) > s->queue_depth || sn_lt(sent, max))
+		if (atomic_compare_exchange_weak_explicit(&s->max_cmdsn_sent, &sent, max,
+							  memory_order_relaxed, memory_order_relaxed))
+			break;
 	return max;
 }
 

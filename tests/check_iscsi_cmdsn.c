@@ -213,6 +213,33 @@ START_TEST(test_cmdsn_wrap)
 }
 END_TEST
 
+/* A command that ends while its PDU is still arriving (ABORT TASK from
+ * the other connection in the middle of its immediate data) leaves no
+ * hole: its CmdSN counts as received. */
+START_TEST(test_cmdsn_abort_mid_pdu)
+{
+	uint8_t b[ISCSI_BHS_LEN], cdb[10], data[4096], pdu[ISCSI_BHS_LEN + 4096];
+	uint32_t itt, tmf, t2;
+	struct ih_pdu p;
+
+	memset(data, 0xee, sizeof(data));
+	ih_cdb_rw10(cdb, true, 60, 8);
+	itt = ih_bhs_cmd(&h, b, 1, cdb, 10, F | ISCSI_CMD_WRITE | 1, 4096, 0);
+	ih_build(&h, pdu, b, NULL, 0, data, 4096);
+	ih_feed(&h, 1, pdu, ISCSI_BHS_LEN + 1000, 0);     /* header and a quarter of the data */
+	ck_assert_uint_eq(h.s->exp_cmdsn, 1);
+	tmf = ih_bhs_tmf(&h, b, ISCSI_TMF_ABORT_TASK, 2, 0, itt, 1);
+	ih_send(&h, 0, b, NULL, 0);
+	ih_expect(&h, 0, tmf, ISCSI_OP_TMF_RSP, &p, NULL, NULL, 0, NULL);
+	ck_assert_uint_eq(p.bhs[2], ISCSI_TMF_RSP_COMPLETE);
+	ck_assert_uint_eq(h.s->exp_cmdsn, 2);
+	ih_feed(&h, 1, pdu + ISCSI_BHS_LEN + 1000, 4096 - 1000, 0);   /* the rest goes nowhere */
+	t2 = cmd_at(0, 2, tur, 6, F | 1, 0, 0, NULL, 0);
+	ck_assert_uint_eq(status_of(0, t2), SAM_STAT_GOOD);
+	ck_assert_uint_eq(h.mem->mem_base[60 * 512], 0);
+}
+END_TEST
+
 /* ---- task attributes through the transport (LUN 1 holds requests) ---- */
 
 static uint32_t write_lun1(uint8_t attr, uint32_t lba, uint8_t fill)
@@ -349,6 +376,7 @@ Suite *iscsi_cmdsn_suite(void)
 	tcase_add_test(tc, test_cmdsn_held_conn_closes);
 	tcase_add_test(tc, test_cmdsn_immediate_bypass);
 	tcase_add_test(tc, test_cmdsn_wrap);
+	tcase_add_test(tc, test_cmdsn_abort_mid_pdu);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("task attributes");
