@@ -1039,6 +1039,7 @@ static void task_ready(struct iscsi_task *t)
 		 * this ITT finds no task and is dropped. */
 		iscsi_task_hash_del(t);
 		t->cmd.buf_len = t->stored;
+		task_unqueue_tx(t);     /* R2Ts not laid out yet are not needed */
 		iscsi_cmdsn_ready(t);   /* runs in CmdSN and task set order */
 		return;
 	}

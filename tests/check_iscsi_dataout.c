@@ -331,6 +331,41 @@ START_TEST(test_dataout_behind_hole)
 }
 END_TEST
 
+/* Data that comes before its R2T was even laid out (the initiator
+ * guessed the TTT) completes a WRITE that must still wait (behind a CmdSN
+ * hole): the R2T it no longer needs is not sent, and nothing is answered
+ * before the WRITE has run. */
+START_TEST(test_dataout_early_data_behind_hole)
+{
+	struct ih_opts o = { .conns = 2, .initial_r2t = true };
+	uint8_t cdb[10], b[ISCSI_BHS_LEN], pdu[2 * (ISCSI_BHS_LEN + 512)];
+	uint8_t *d = pattern(512, 11);
+	uint32_t itt, t1, ping;
+	uint8_t ops[8];
+	unsigned n;
+	size_t len;
+
+	ih_start(&h, &o);
+	ih_cdb_rw10(cdb, true, 500, 1);
+	itt = ih_bhs_cmd(&h, b, 2, cdb, 10, F | W | 1, 512, 0);
+	len = ih_build(&h, pdu, b, NULL, 0, NULL, 0);
+	/* the first task of the session has index 0: its first TTT is 1 << 16 */
+	ih_bhs_data_out(b, itt, 1u << 16, 0, 0, true, 0);
+	len += ih_build(&h, pdu + len, b, NULL, 0, d, 512);
+	ih_feed(&h, 1, pdu, len, 0);                          /* both read before any flush */
+	ping = ih_ping(&h, 1);
+	ih_expect(&h, 1, ping, ISCSI_OP_NOP_IN, NULL, NULL, ops, 8, &n);
+	ck_assert_msg(n == 0, "%u PDUs before the ping's answer, the first opcode %#x", n, ops[0]);
+	t1 = ih_bhs_cmd(&h, b, 1, tur, 6, F | 1, 0, 0);
+	ih_send(&h, 0, b, NULL, 0);
+	expect_status(0, t1, SAM_STAT_GOOD, NULL);
+	expect_status(1, itt, SAM_STAT_GOOD, NULL);
+	ck_assert_mem_eq(h.mem->mem_base + 500 * 512, d, 512);
+	free(d);
+	ih_stop(&h);
+}
+END_TEST
+
 Suite *iscsi_dataout_suite(void)
 {
 	Suite *s = suite_create("iscsi_dataout");
@@ -345,6 +380,7 @@ Suite *iscsi_dataout_suite(void)
 	tcase_add_test(tc, test_dataout_too_long);
 	tcase_add_test(tc, test_dataout_residuals);
 	tcase_add_test(tc, test_dataout_behind_hole);
+	tcase_add_test(tc, test_dataout_early_data_behind_hole);
 	suite_add_tcase(s, tc);
 	return s;
 }
