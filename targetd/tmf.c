@@ -169,13 +169,15 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 	}
 	case ISCSI_TMF_ABORT_TASK_SET:
 	case ISCSI_TMF_CLEAR_TASK_SET:
+		/* SAM-5 7.4: with a task set per I_T nexus (TST 001b,
+		 * scsi/taskset.c) both clear this nexus's set only: no other
+		 * initiator's commands are cleared, so no COMMANDS CLEARED BY
+		 * ANOTHER INITIATOR unit attention */
 		if (!sl) {
 			m->response = ISCSI_TMF_RSP_NO_LUN;
 			break;
 		}
 		abort_lun_tasks(s, lun, m);
-		if (func == ISCSI_TMF_CLEAR_TASK_SET)
-			scsi_ua_establish(&s->target->st, (uint16_t)lun, UA_COMMANDS_CLEARED, &s->nexus);
 		break;
 	case ISCSI_TMF_LUN_RESET:
 		if (!sl) {

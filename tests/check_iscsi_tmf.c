@@ -5,6 +5,8 @@
  * another connection while the task's data is half received. LUN 1 holds
  * its backstore requests until the test releases them. */
 #include "config.h"
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include "tests/check_suites.h"
 #include "tests/iscsi_harness.h"
@@ -182,6 +184,34 @@ START_TEST(test_abort_task_set)
 }
 END_TEST
 
+/* CLEAR TASK SET with a task set per I_T nexus (TST 001b): this
+ * session's tasks on the LUN go, another initiator's are not touched, so
+ * it gets no COMMANDS CLEARED BY ANOTHER INITIATOR unit attention. */
+START_TEST(test_clear_task_set)
+{
+	static struct scsi_nexus other;
+	uint8_t cdb[10];
+	uint32_t r, t, ua;
+
+	memset(&other, 0, sizeof(other));
+	snprintf(other.initiator_port, sizeof(other.initiator_port), "iqn.2026-11.org.targetd.test:other,i,0x1");
+	scsi_nexus_attach(&h.tgt.st, &other);
+	atomic_store(&other.ua[1], 0);
+	ih_cdb_rw10(cdb, false, 0, 1);
+	r = ih_cmd(&h, 0, cdb, 10, F | R | 1, 512, 1, NULL, 0);
+	ih_run(&h);
+	ck_assert_uint_eq(ih_held(&h), 1);
+	t = tmf(0, ISCSI_TMF_CLEAR_TASK_SET, 1, ISCSI_RSVD_TAG, 0);
+	ih_release(&h, 1);
+	ck_assert_int_eq(tmf_response(0, t), ISCSI_TMF_RSP_COMPLETE);
+	expect_silence(0);
+	ua = atomic_load(&other.ua[1]);
+	ck_assert_uint_eq(ua, 0);
+	scsi_nexus_detach(&other);
+	(void)r;
+}
+END_TEST
+
 /* Functions answered without an effect. */
 START_TEST(test_tmf_answers)
 {
@@ -254,6 +284,7 @@ Suite *iscsi_tmf_suite(void)
 	tcase_add_test(tc, test_abort_task_unknown);
 	tcase_add_test(tc, test_abort_task_not_arrived);
 	tcase_add_test(tc, test_abort_task_set);
+	tcase_add_test(tc, test_clear_task_set);
 	tcase_add_test(tc, test_tmf_answers);
 	tcase_add_test(tc, test_lun_reset_waits);
 	tcase_add_test(tc, test_abort_mid_data_out);
