@@ -1375,23 +1375,23 @@ void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now)
 	if (c->dead)
 		return;
 	if (c->state == CONN_LOGIN) {
-		if (now - c->created_ms > (uint64_t)rt->login_timeout * 1000) {
+		if (now - c->created_ms > (uint64_t)target_runtime->login_timeout * 1000) {
 			limit_hit(LIM_LOGIN_TIMEOUT, "connection %s: not logged in after %u s; closed", c->peer,
-				  rt->login_timeout);
+				  target_runtime->login_timeout);
 			iscsi_conn_close(c, "login timed out");
 		}
 		return;
 	}
 	if (c->sess && c->state == CONN_FULL)
 		iscsi_conn_data_out_timer(c, now);
-	if (c->state != CONN_FULL || !rt->nop_interval)
+	if (c->state != CONN_FULL || !target_runtime->nop_interval)
 		return;
 	if (c->nop_outstanding) {
-		if (now - c->nop_sent_ms > (uint64_t)rt->nop_timeout * 1000)
+		if (now - c->nop_sent_ms > (uint64_t)target_runtime->nop_timeout * 1000)
 			iscsi_conn_close(c, "NOP-In ping timed out");
 		return;
 	}
-	if (now - c->last_rx_ms > (uint64_t)rt->nop_interval * 1000) {
+	if (now - c->last_rx_ms > (uint64_t)target_runtime->nop_interval * 1000) {
 		struct tx_pdu *p = iscsi_pdu_new(ISCSI_OP_NOP_IN, 0);
 		if (!p)
 			return;

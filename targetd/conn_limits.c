@@ -17,7 +17,7 @@
 /* Too much output queued: stop reading until half of it is sent. */
 bool iscsi_conn_rx_throttled(struct iscsi_conn *c)
 {
-	uint64_t lim = rt->res.max_pending_tx_per_connection;
+	uint64_t lim = target_runtime->res.max_pending_tx_per_connection;
 
 	if (!lim || c->tx_bytes < lim)
 		return false;
@@ -32,7 +32,7 @@ bool iscsi_conn_rx_throttled(struct iscsi_conn *c)
 
 void iscsi_conn_rx_resume_check(struct iscsi_conn *c)
 {
-	if (!c->rx_paused || c->tx_bytes > rt->res.max_pending_tx_per_connection / 2)
+	if (!c->rx_paused || c->tx_bytes > target_runtime->res.max_pending_tx_per_connection / 2)
 		return;
 	c->rx_paused = false;
 	iscsi_conn_arm(c);
@@ -47,14 +47,14 @@ void iscsi_conn_rx_resume_check(struct iscsi_conn *c)
 bool iscsi_task_get_buffer(struct iscsi_conn *c, struct iscsi_task *t, uint32_t need)
 {
 	uint32_t acct = ALIGN_UP(need, 4096u);
-	uint64_t per_conn = rt->res.max_buffer_per_connection;
+	uint64_t per_conn = target_runtime->res.max_buffer_per_connection;
 
 	if (per_conn && c->buf_bytes + acct > per_conn) {
 		limit_hit(LIM_BUFFER_PER_CONNECTION, "connection %s: %zu bytes of data buffers held, "
 			  "a command needs %u more; TASK SET FULL", c->peer, c->buf_bytes, acct);
 		return false;
 	}
-	if (!limit_buffer_reserve(acct, rt->res.max_buffer_total)) {
+	if (!limit_buffer_reserve(acct, target_runtime->res.max_buffer_total)) {
 		limit_hit(LIM_BUFFER_TOTAL, "%llu bytes of data buffers held by all connections, %s "
 			  "needs %u more; TASK SET FULL", (unsigned long long)limit_buffer_used(), c->peer, acct);
 		return false;
@@ -79,7 +79,7 @@ bool iscsi_task_get_buffer(struct iscsi_conn *c, struct iscsi_task *t, uint32_t 
 void iscsi_conn_data_out_timer(struct iscsi_conn *c, uint64_t now)
 {
 	struct iscsi_session *s = c->sess;
-	uint64_t tmo = (uint64_t)rt->res.data_out_timeout * 1000;
+	uint64_t tmo = (uint64_t)target_runtime->res.data_out_timeout * 1000;
 
 	if (!tmo)
 		return;
@@ -91,7 +91,7 @@ void iscsi_conn_data_out_timer(struct iscsi_conn *c, uint64_t now)
 			continue;
 		limit_hit(LIM_DATA_OUT_TIMEOUT, "connection %s: ITT %#x got %u of %u bytes of Data-Out in "
 			  "%u s; ended with CHECK CONDITION", c->peer, t->itt, t->stored, t->want,
-			  rt->res.data_out_timeout);
+			  target_runtime->res.data_out_timeout);
 		iscsi_task_hash_del(t);
 		iscsi_task_drop_buffer(t);
 		t->parse_failed = true;

@@ -290,7 +290,7 @@ static struct json_object *reply_err(const char *msg, struct json_object *errors
 
 static unsigned runtime_n_targets(void)
 {
-	return __atomic_load_n(&rt->n_targets, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&target_runtime->n_targets, __ATOMIC_ACQUIRE);
 }
 
 static bool target_live(const struct iscsi_target *t)
@@ -310,7 +310,7 @@ static struct json_object *cmd_status(void)
 
 	reload_read_lock();
 	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &rt->targets[i];
+		struct iscsi_target *t = &target_runtime->targets[i];
 
 		if (!target_live(t))
 			continue;
@@ -321,15 +321,15 @@ static struct json_object *cmd_status(void)
 	jadd(o, "version", json_object_new_string(VERSION));
 	jadd(o, "pid", json_object_new_int((int)getpid()));
 	jadd(o, "uptime_s", json_object_new_int64((int64_t)(time(NULL) - control_started)));
-	jadd(o, "threads", json_object_new_int((int)rt->n_threads));
+	jadd(o, "threads", json_object_new_int((int)target_runtime->n_threads));
 	jadd(o, "targets", json_object_new_int((int)nt));
 	jadd(o, "luns", json_object_new_int((int)nl));
 	jadd(o, "sessions", json_object_new_int((int)iscsi_session_count()));
 	jadd(o, "config", reload_config_file() ? json_object_new_string(reload_config_file())
 					      : json_object_new_string("<embedded>"));
 	jadd(o, "control_socket", json_object_new_string(control_path));
-	jadd(o, "metrics_listen", rt->conf->metrics_listen
-					  ? json_object_new_string(rt->conf->metrics_listen)
+	jadd(o, "metrics_listen", target_runtime->conf->metrics_listen
+					  ? json_object_new_string(target_runtime->conf->metrics_listen)
 					  : NULL);
 	jadd(o, "reloads", json_object_new_int((int)reload_count()));
 	reload_read_unlock();
@@ -342,7 +342,7 @@ static struct json_object *cmd_targets(void)
 
 	reload_read_lock();
 	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &rt->targets[i];
+		struct iscsi_target *t = &target_runtime->targets[i];
 		struct json_object *o, *luns, *acl;
 
 		if (!target_live(t))
@@ -400,7 +400,7 @@ static struct json_object *cmd_luns(void)
 
 	reload_read_lock();
 	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &rt->targets[i];
+		struct iscsi_target *t = &target_runtime->targets[i];
 
 		if (!target_live(t))
 			continue;
@@ -544,7 +544,7 @@ static int for_selected_luns(struct json_object *req,
 	if (json_object_object_get_ex(req, "lun", &jl) && jl)
 		want_l = json_object_get_int(jl);
 	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &rt->targets[i];
+		struct iscsi_target *t = &target_runtime->targets[i];
 
 		if (!target_live(t) || (want_t && strcasecmp(want_t, t->iqn)))
 			continue;

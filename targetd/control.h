@@ -44,7 +44,7 @@ int reload_config(struct reload_report *rep);
 void reload_report_free(struct reload_report *rep);
 /* Free what reload allocated (at exit, after the network threads stop). */
 void reload_shutdown(void);
-/* Readers of rt->targets and their LUNs outside the network threads (the
+/* Readers of target_runtime->targets and their LUNs outside the network threads (the
  * control and metrics threads) hold this against a concurrent reload. */
 void reload_read_lock(void);
 void reload_read_unlock(void);

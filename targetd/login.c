@@ -792,7 +792,7 @@ static bool login_begin(struct iscsi_conn *c)
 {
 	const uint8_t *b = c->bhs;
 
-	c->login = iscsi_login_new(b, c->tpgt, &rt->limits);
+	c->login = iscsi_login_new(b, c->tpgt, &target_runtime->limits);
 	if (!c->login) {
 		iscsi_conn_close(c, "out of memory");
 		return false;
@@ -846,8 +846,8 @@ out:
 
 static void add_portal_addresses(struct iscsi_conn *c, struct iscsi_text *t)
 {
-	for (unsigned i = 0; i < rt->n_portals; i++) {
-		struct iscsi_portal *p = &rt->portals[i];
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		struct iscsi_portal *p = &target_runtime->portals[i];
 		const char *host = p->host;
 		char local[64];
 		bool v6;
@@ -870,8 +870,8 @@ static void send_targets(struct iscsi_conn *c, const char *which, struct iscsi_t
 {
 	struct iscsi_session *s = c->sess;
 
-	for (unsigned i = 0; i < rt->n_targets; i++) {
-		struct iscsi_target *tg = &rt->targets[i];
+	for (unsigned i = 0; i < target_runtime->n_targets; i++) {
+		struct iscsi_target *tg = &target_runtime->targets[i];
 		if (!strcmp(which, "All")) {
 			if (!s->discovery && tg != s->target)
 				continue;
@@ -953,7 +953,7 @@ void iscsi_text_rx(struct iscsi_conn *c)
 		else
 			iscsi_text_add(&resp, kv[i].key, "Irrelevant");
 	}
-	if (resp.len > rt->res.max_text_response && rt->res.max_text_response) {
+	if (resp.len > target_runtime->res.max_text_response && target_runtime->res.max_text_response) {
 		limit_hit(LIM_TEXT_RESPONSE, "connection %s: a %zu-byte Text Response; rejected", c->peer, resp.len);
 		iscsi_text_free(&resp);
 		iscsi_conn_reject(c, ISCSI_REJECT_LONG_OP, b);

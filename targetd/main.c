@@ -223,14 +223,14 @@ int main(int argc, char **argv)
 
 	/* Statistics shards: one per network thread (before any LUN exists). */
 	scsi_stats_configure(conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
-	rt = &runtime;
-	if (target_runtime_build(rt, &conf)) {
-		target_runtime_free(rt);
+	target_runtime = &runtime;
+	if (target_runtime_build(target_runtime, &conf)) {
+		target_runtime_free(target_runtime);
 		conf_free(&conf);
 		return 1;
 	}
 	if (net_open_listeners()) {
-		target_runtime_free(rt);
+		target_runtime_free(target_runtime);
 		conf_free(&conf);
 		return 1;
 	}
@@ -248,17 +248,17 @@ int main(int argc, char **argv)
 		openlog("targetd", LOG_PID, LOG_DAEMON);
 		log_to_syslog = 1;
 	}
-	rt->n_threads = conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-	if (!rt->n_threads)
-		rt->n_threads = 1;
-	if (net_start(rt->n_threads)) {
+	target_runtime->n_threads = conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	if (!target_runtime->n_threads)
+		target_runtime->n_threads = 1;
+	if (net_start(target_runtime->n_threads)) {
 		log_err("cannot start the network threads");
 		return 1;
 	}
 	/* after daemon(): its HTTP thread would not survive the fork */
 	if (metrics_start(conf.metrics_listen)) {
 		net_stop();
-		target_runtime_free(rt);
+		target_runtime_free(target_runtime);
 		conf_free(&conf);
 		return 1;
 	}
@@ -266,10 +266,10 @@ int main(int argc, char **argv)
 		log_warn("no control socket: targetctl cannot reach this daemon");
 	if (foreground)
 		print_urls(&conf);
-	sd_notifyf(0, "READY=1\nSTATUS=serving %u targets\nMAINPID=%lu", rt->n_targets,
+	sd_notifyf(0, "READY=1\nSTATUS=serving %u targets\nMAINPID=%lu", target_runtime->n_targets,
 		   (unsigned long)getpid());
-	log_info("targetd %s ready: %u network threads, %u targets", VERSION, rt->n_threads,
-		 rt->n_targets);
+	log_info("targetd %s ready: %u network threads, %u targets", VERSION, target_runtime->n_threads,
+		 target_runtime->n_targets);
 
 	for (;;) {
 		int sig;
@@ -290,8 +290,8 @@ int main(int argc, char **argv)
 	control_stop();
 	metrics_stop();
 	net_stop();
-	target_runtime_flush(rt);
-	target_runtime_free(rt);
+	target_runtime_flush(target_runtime);
+	target_runtime_free(target_runtime);
 	reload_shutdown();
 	io_engine_pool_shutdown();
 	conf_free(&conf);

@@ -128,9 +128,9 @@ static void render(FILE *f)
 	char buf[16];
 
 	reload_read_lock();
-	nt = __atomic_load_n(&rt->n_targets, __ATOMIC_ACQUIRE);
+	nt = __atomic_load_n(&target_runtime->n_targets, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < nt; i++) {
-		struct iscsi_target *t = &rt->targets[i];
+		struct iscsi_target *t = &target_runtime->targets[i];
 
 		if (__atomic_load_n(&t->removed, __ATOMIC_ACQUIRE))
 			continue;

@@ -356,8 +356,8 @@ static void *net_thread_main(void *arg)
 
 int net_open_listeners(void)
 {
-	for (unsigned i = 0; i < rt->n_portals; i++) {
-		struct iscsi_portal *p = &rt->portals[i];
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		struct iscsi_portal *p = &target_runtime->portals[i];
 		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
 					  .ai_socktype = SOCK_STREAM };
 		struct addrinfo *ai;
@@ -394,9 +394,9 @@ static int reserve_fd = -1;   /* given up to refuse a connection at the fd limit
 /* Watch the listening sockets (on) or not (off: backing off). */
 static void acceptor_arm(bool on)
 {
-	for (unsigned i = 0; i < rt->n_portals; i++) {
-		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &rt->portals[i] };
-		epoll_ctl(acceptor_epfd, EPOLL_CTL_MOD, rt->portals[i].fd, &ev);
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &target_runtime->portals[i] };
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_MOD, target_runtime->portals[i].fd, &ev);
 	}
 }
 
@@ -434,7 +434,7 @@ static bool accept_portal(struct iscsi_portal *p, unsigned *next)
 				log_warn("accept on %s:%s: %m", p->host, p->port);
 			return true;
 		}
-		if (rt->res.max_connections && limit_conn_count() >= rt->res.max_connections) {
+		if (target_runtime->res.max_connections && limit_conn_count() >= target_runtime->res.max_connections) {
 			close(fd);
 			limit_hit(LIM_MAX_CONNECTIONS, "%u connections open; a new one on %s:%s closed",
 				  limit_conn_count(), p->host, p->port);
@@ -464,8 +464,8 @@ static void *acceptor_main(void *arg)
 		}
 		if (n == 0 && backoff_ms) {
 			/* the pause is over: look again (every portal) */
-			for (unsigned i = 0; i < rt->n_portals; i++)
-				if (!accept_portal(&rt->portals[i], &next))
+			for (unsigned i = 0; i < target_runtime->n_portals; i++)
+				if (!accept_portal(&target_runtime->portals[i], &next))
 					starved = true;
 		}
 		for (int i = 0; i < n; i++) {
@@ -506,7 +506,7 @@ int net_start(unsigned count)
 		t->idx = i;
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
 		t->msg_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		t->eng = io_engine_create(256, rt->conf->use_io_uring);
+		t->eng = io_engine_create(256, target_runtime->conf->use_io_uring);
 		if (t->epfd < 0 || t->msg_fd < 0 || !t->eng) {
 			log_err("cannot set up network thread %u", i);
 			return -1;
@@ -531,9 +531,9 @@ int net_start(unsigned count)
 	acceptor_stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (acceptor_epfd < 0 || acceptor_stop_fd < 0)
 		return -1;
-	for (unsigned i = 0; i < rt->n_portals; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &rt->portals[i] };
-		epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, rt->portals[i].fd, &ev);
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &target_runtime->portals[i] };
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, target_runtime->portals[i].fd, &ev);
 	}
 	{
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -570,10 +570,10 @@ void net_stop(void)
 		pthread_join(acceptor_tid, NULL);
 		acceptor_running = false;
 	}
-	for (unsigned i = 0; i < rt->n_portals; i++) {
-		if (rt->portals[i].fd >= 0)
-			close(rt->portals[i].fd);
-		rt->portals[i].fd = -1;
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		if (target_runtime->portals[i].fd >= 0)
+			close(target_runtime->portals[i].fd);
+		target_runtime->portals[i].fd = -1;
 	}
 	for (unsigned i = 0; i < n_threads; i++)
 		net_send(&threads[i], MSG_STOP, -1, NULL, 0);

@@ -53,7 +53,7 @@
 static pthread_mutex_t reload_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t runtime_lock = PTHREAD_RWLOCK_INITIALIZER;
 static const char *reload_file;
-static struct conf *conf_running;      /* what rt->conf points to */
+static struct conf *conf_running;      /* what target_runtime->conf points to */
 static struct conf *conf_allocated;    /* conf_running if reload allocated it */
 static unsigned reloads;
 
@@ -256,11 +256,11 @@ static void lun_dispose(struct iscsi_target *t, struct scsi_lun *lun, uint64_t d
  * whatever was prepared is undone. */
 static int plan_build(struct plan *p, const struct conf *nc, struct reload_report *rep)
 {
-	unsigned nt = __atomic_load_n(&rt->n_targets, __ATOMIC_ACQUIRE);
+	unsigned nt = __atomic_load_n(&target_runtime->n_targets, __ATOMIC_ACQUIRE);
 	unsigned live = 0;
 
 	for (unsigned i = 0; i < nt; i++) {
-		struct iscsi_target *t = &rt->targets[i];
+		struct iscsi_target *t = &target_runtime->targets[i];
 		const struct conf_target *ct;
 
 		if (t->removed)
@@ -346,9 +346,9 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 			p->added[p->n_added++] = ct;
 		}
 	}
-	if (nt + p->n_added > rt->cap_targets) {
+	if (nt + p->n_added > target_runtime->cap_targets) {
 		rep_add(rep, "%s: %u targets added, room for %u more until the daemon restarts",
-			nc->file, p->n_added, rt->cap_targets - nt);
+			nc->file, p->n_added, target_runtime->cap_targets - nt);
 		return -1;
 	}
 
@@ -598,8 +598,8 @@ int reload_config(struct reload_report *rep)
 	/* ACL, CHAP, alias of the targets that stay; every ACL pointer moves
 	 * to the new configuration (the old one is freed below). */
 	target_acl_wrlock();
-	for (unsigned i = 0; i < rt->n_targets; i++) {
-		struct iscsi_target *t = &rt->targets[i];
+	for (unsigned i = 0; i < target_runtime->n_targets; i++) {
+		struct iscsi_target *t = &target_runtime->targets[i];
 		const struct conf_target *ct = t->removed ? NULL : conf_find_target(nc, t->iqn);
 		const struct conf_target *ot = t->removed ? NULL : conf_find_target(conf_running, t->iqn);
 
@@ -621,8 +621,8 @@ int reload_config(struct reload_report *rep)
 			rep_add(rep, "target %s: initiator ACL changed", t->iqn);
 	}
 	target_acl_unlock();
-	for (unsigned i = 0; i < rt->n_targets; i++) {
-		struct iscsi_target *t = &rt->targets[i];
+	for (unsigned i = 0; i < target_runtime->n_targets; i++) {
+		struct iscsi_target *t = &target_runtime->targets[i];
 		const struct conf_target *ct = t->removed ? NULL : conf_find_target(nc, t->iqn);
 		const struct conf_target *ot = t->removed ? NULL : conf_find_target(conf_running, t->iqn);
 		unsigned n;
@@ -632,17 +632,17 @@ int reload_config(struct reload_report *rep)
 				t->iqn, n);
 	}
 	for (unsigned i = 0; i < p.n_added; i++) {
-		if (target_add(rt, p.added[i]))
+		if (target_add(target_runtime, p.added[i]))
 			rep_add(rep, "target %s: could not be built (see the log)", p.added[i]->iqn);
 		else
 			rep_add(rep, "target %s added", p.added[i]->iqn);
 	}
 	note_global_changes(conf_running, nc, rep);
 	/* ALUA states of the portal groups (portal_groups) */
-	if (target_alua_reload(rt, nc))
+	if (target_alua_reload(target_runtime, nc))
 		rep_add(rep, "portal group states changed (see the log)");
 	old_alloc = conf_allocated;
-	rt->conf = nc;
+	target_runtime->conf = nc;
 	conf_running = nc;
 	conf_allocated = nc;
 	pthread_rwlock_unlock(&runtime_lock);
@@ -687,8 +687,8 @@ out:
 void reload_shutdown(void)
 {
 	if (conf_allocated) {
-		if (rt && rt->conf == conf_allocated)
-			rt->conf = NULL;
+		if (target_runtime && target_runtime->conf == conf_allocated)
+			target_runtime->conf = NULL;
 		conf_free(conf_allocated);
 		free(conf_allocated);
 		conf_allocated = NULL;

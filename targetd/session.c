@@ -126,7 +126,7 @@ struct iscsi_session *iscsi_session_new(struct iscsi_conn *c)
 		return NULL;
 	s->id = atomic_fetch_add(&next_session_id, 1);
 	s->thread = c->thread;
-	s->queue_depth = rt->queue_depth;
+	s->queue_depth = target_runtime->queue_depth;
 	n = s->queue_depth * 2 + 16;
 	s->tasks = calloc(n, sizeof(*s->tasks));
 	if (!s->tasks) {
@@ -394,12 +394,12 @@ uint16_t iscsi_session_check_limits(const char *initiator, const uint8_t *isid,
 		    !(s->target == t && !memcmp(s->isid, isid, 6)))
 			sessions++;
 	}
-	if (t && conns >= rt->res.max_connections_per_target && rt->res.max_connections_per_target) {
+	if (t && conns >= target_runtime->res.max_connections_per_target && target_runtime->res.max_connections_per_target) {
 		limit_hit(LIM_CONNECTIONS_PER_TARGET, "target %s has %u connections; login of %s refused",
 			  t->iqn, conns, initiator);
 		return ISCSI_LOGIN_OUT_OF_RESOURCES;
 	}
-	if (!join && sessions >= rt->res.max_sessions_per_initiator && rt->res.max_sessions_per_initiator) {
+	if (!join && sessions >= target_runtime->res.max_sessions_per_initiator && target_runtime->res.max_sessions_per_initiator) {
 		limit_hit(LIM_SESSIONS_PER_INITIATOR, "initiator %s has %u sessions; login refused",
 			  initiator, sessions);
 		return ISCSI_LOGIN_OUT_OF_RESOURCES;

@@ -13,7 +13,7 @@
 #include "targetd/conn.h"
 #include "targetd/target.h"
 
-struct targetd_runtime *rt;
+struct targetd_runtime *target_runtime;
 
 static char *xstrdup(const char *s)
 {
@@ -280,12 +280,12 @@ void target_runtime_free(struct targetd_runtime *r)
 
 struct iscsi_target *target_find(const char *iqn)
 {
-	unsigned n = __atomic_load_n(&rt->n_targets, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&target_runtime->n_targets, __ATOMIC_ACQUIRE);
 
 	for (unsigned i = 0; i < n; i++)
-		if (!__atomic_load_n(&rt->targets[i].removed, __ATOMIC_ACQUIRE) &&
-		    !strcasecmp(rt->targets[i].iqn, iqn))
-			return &rt->targets[i];
+		if (!__atomic_load_n(&target_runtime->targets[i].removed, __ATOMIC_ACQUIRE) &&
+		    !strcasecmp(target_runtime->targets[i].iqn, iqn))
+			return &target_runtime->targets[i];
 	return NULL;
 }
 

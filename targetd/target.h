@@ -52,7 +52,7 @@ struct targetd_runtime {
 	unsigned n_threads;
 };
 
-extern struct targetd_runtime *rt;
+extern struct targetd_runtime *target_runtime;
 
 /* Build targets and LUNs (opens backstores). Returns 0 or -1 (logged). */
 int target_runtime_build(struct targetd_runtime *r, struct conf *c);

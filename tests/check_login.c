@@ -70,7 +70,7 @@ static void setup(void)
 						.first_burst = 65536, .max_outstanding_r2t = 1,
 						.max_connections = 4, .immediate_data = true,
 						.initial_r2t = false, .allow_crc32c = true };
-	rt = &fake_rt;
+	target_runtime = &fake_rt;
 	l = NULL;
 	itt = 1;
 	memset(&resp, 0, sizeof(resp));
@@ -80,7 +80,7 @@ static void teardown(void)
 {
 	iscsi_login_destroy(l);
 	iscsi_text_free(&resp);
-	rt = NULL;
+	target_runtime = NULL;
 }
 
 /* Keys "k=v" separated by '|' become the NUL-delimited text of a PDU. */
@@ -113,7 +113,7 @@ static uint16_t send_raw(uint8_t flags, const uint8_t isid_last, uint8_t version
 	iscsi_text_free(&resp);
 	why = NULL;
 	if (!l) {
-		l = iscsi_login_new(b, 1, &rt->limits);
+		l = iscsi_login_new(b, 1, &target_runtime->limits);
 		ck_assert_ptr_nonnull(l);
 	}
 	st = iscsi_login_check_header(l, b, &why);

@@ -184,10 +184,10 @@ void ih_start(struct ih *h, const struct ih_opts *o)
 	if (!h->o.mrdsl)
 		h->o.mrdsl = 8192;
 	ih_thread_init(h);
-	h->rt_saved = rt;
+	h->rt_saved = target_runtime;
 	h->rtv.queue_depth = h->o.queue_depth;
 	h->rtv.login_timeout = 15;
-	rt = &h->rtv;
+	target_runtime = &h->rtv;
 	ih_luns_init(h);
 	ih_session_init(h);
 }
@@ -223,7 +223,7 @@ void ih_stop(struct ih *h)
 	bufpool_destroy(&h->thr.pool);
 	pthread_mutex_destroy(&h->thr.mq_lock);
 	close(h->thr.epfd);
-	rt = h->rt_saved;
+	target_runtime = h->rt_saved;
 	net_self = NULL;
 }
 

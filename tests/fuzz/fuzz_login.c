@@ -52,7 +52,7 @@ static void fuzz_setup(void)
 						.first_burst = 65536, .max_outstanding_r2t = 1,
 						.max_connections = 4, .immediate_data = true,
 						.allow_crc32c = true };
-	rt = &fuzz_rt;
+	target_runtime = &fuzz_rt;
 	log_level = 0;
 }
 
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dlen = (uint32_t)MIN(MIN((size_t)dlen, size - off), (size_t)8192);
 		fuzz_reload(bhs[2]);
 		if (!l) {
-			l = iscsi_login_new(bhs, 1, &rt->limits);
+			l = iscsi_login_new(bhs, 1, &target_runtime->limits);
 			if (!l)
 				return 0;
 		}
