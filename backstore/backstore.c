@@ -262,6 +262,8 @@ void backstore_copy_work(struct bs_io *io)
 	uint64_t len = io->len, soff = io->src_offset, doff = io->offset;
 	int r;
 
+	io->reflinked = 0;
+
 	if (dm && sm) {
 		memmove(dm + doff, sm + soff, len);
 		bs_memory_mark(dst, doff, len);
@@ -286,6 +288,8 @@ void backstore_copy_work(struct bs_io *io)
 		} else {
 			r = 0;
 		}
+		if (r == 0)
+			io->reflinked = (uint64_t)k;
 	}
 	io->result = r < 0 ? r : (int64_t)len;
 }

@@ -12,6 +12,7 @@
 #ifndef BACKSTORE_BACKSTORE_H
 #define BACKSTORE_BACKSTORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -42,6 +43,8 @@ struct bs_io {
 	struct backstore *src;    /* BS_OP_COPY source */
 	uint64_t src_offset;
 	int64_t result;           /* set before done(): bytes done (>= 0) or -errno */
+	uint64_t reflinked;       /* BS_OP_COPY, set before done(): bytes of len shared
+	                           * with the source (reflink) rather than copied */
 	void (*done)(struct bs_io *io);
 	void *priv;
 	struct bs_io *next;       /* engine-private linkage */
@@ -73,25 +76,29 @@ struct backstore_ops {
 			  bool *mapped, uint64_t *run_len);
 	/* Change the size (thin file grow/shrink); optional. */
 	int (*resize)(struct backstore *bs, uint64_t new_size);
+	/* Zero-copy reads; optional (see backstore_zc_ptr()). */
+	const uint8_t *(*zc_ptr)(struct backstore *bs, uint64_t offset, uint64_t len);
 };
 
+/* What users of a backstore (scsi/, the daemon) may read: ops, path,
+ * size, read_only, thin, discard_zeroes, and the facts through the
+ * accessors below. The rest belongs to the backstore implementations. */
 struct backstore {
 	const struct backstore_ops *ops;
 	char *path;
-	int fd;                   /* -1 for memory */
-	uint64_t size;            /* bytes */
-	uint32_t dev_block_size;  /* block device logical block size, else 512 */
+	_Atomic uint64_t size;    /* bytes; changed by resize (release store) */
 	bool read_only;
 	bool thin;
+	bool discard_zeroes;      /* DISCARD reads back zeroes (LBPRZ) */
+	uint32_t phys_block_size; /* unit of allocation and caching, set at open:
+	                           * the device's physical block, the file
+	                           * system's block, a page (0: not known) */
+	/* --- private to backstore/ --- */
+	int fd;                   /* -1 for memory */
+	uint32_t dev_block_size;  /* block device logical block size, else 512 */
 	bool direct;
 	bool is_blockdev;
-	bool discard_zeroes;      /* DISCARD reads back zeroes (LBPRZ) */
-	/* Zero-copy reads (see scsi_cmd.zc_ok): the transport may send the
-	 * data straight from here instead of a read into a buffer. The
-	 * daemon itself never touches these bytes: only the kernel copies
-	 * them, in sendmsg(), so a file truncated behind our back gives
-	 * EFAULT there, not SIGBUS. */
-	uint8_t *mem_base;        /* memory backstore: the whole LUN, else NULL */
+	uint8_t *mem_base;        /* memory backstore: the whole LUN (tests peek) */
 	uint8_t *map_base;        /* page-cache file: a read-only shared mapping */
 	uint64_t map_len;         /* bytes of map_base (the size at open) */
 	void *priv;
@@ -105,6 +112,45 @@ void backstore_close(struct backstore *bs);
 static inline void backstore_submit(struct io_engine *eng, struct bs_io *io)
 {
 	io->bs->ops->submit(eng, io);
+}
+
+static inline uint64_t backstore_size(const struct backstore *bs)
+{
+	return atomic_load_explicit(&bs->size, memory_order_acquire);
+}
+
+/* The backstore's unit of allocation and caching in bytes (a power of
+ * two): what READ CAPACITY(16) reports as the physical block. A page when
+ * the backstore does not know better. */
+static inline uint32_t backstore_phys_block_size(const struct backstore *bs)
+{
+	return bs && bs->phys_block_size ? bs->phys_block_size : 4096;
+}
+
+/* Zero-copy reads (scsi_cmd.zc_ok): a pointer to the bytes [offset,
+ * offset + len) that the transport may hand to the kernel instead of
+ * reading them into a buffer, or NULL. Only where the bytes are there
+ * already: the memory backstore, and the pages of a mapped file that are
+ * resident in the page cache (so the kernel's copy into the socket never
+ * waits for the disk). The daemon itself never touches these bytes: only
+ * the kernel copies them, in sendmsg(), so a file truncated behind our
+ * back gives EFAULT there, not SIGBUS. Synchronous and cheap (mincore). */
+static inline const uint8_t *backstore_zc_ptr(struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	return bs && bs->ops->zc_ptr ? bs->ops->zc_ptr(bs, offset, len) : NULL;
+}
+
+/* Provisioning status of the run starting at offset (see ops.lba_status);
+ * a backstore that cannot tell reports every byte mapped. 0 or -errno. */
+static inline int backstore_lba_status(struct backstore *bs, uint64_t offset, uint64_t max_len,
+				       bool *mapped, uint64_t *run_len)
+{
+	if (!bs->ops->lba_status) {
+		*mapped = true;
+		*run_len = max_len;
+		return 0;
+	}
+	return bs->ops->lba_status(bs, offset, max_len, mapped, run_len);
 }
 
 /* Request contract (every backstore):

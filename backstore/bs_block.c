@@ -157,6 +157,12 @@ static int bs_block_open(struct backstore *bs, const struct bs_params *p, char *
 	bs->dev_block_size = (uint32_t)ssz;
 	bs->is_blockdev = true;
 	bs->discard_zeroes = bs_block_can_write_zeroes(st.st_rdev);
+	{
+		unsigned pb = 0;
+
+		if (ioctl(fd, BLKPBSZGET, &pb) == 0 && pb)
+			bs->phys_block_size = pb;
+	}
 	if (bs->size == 0) {
 		e = EINVAL;
 		snprintf(err, errlen, "%s: device has no capacity", p->path);
@@ -179,7 +185,7 @@ static void bs_block_close(struct backstore *bs)
 static int bs_block_lba_status(struct backstore *bs, uint64_t offset, uint64_t max_len,
 			       bool *mapped, uint64_t *run_len)
 {
-	uint64_t size = __atomic_load_n(&bs->size, __ATOMIC_RELAXED);
+	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
 
 	if (offset >= size)
 		return -EINVAL;
@@ -198,7 +204,7 @@ static int bs_block_resize(struct backstore *bs, uint64_t new_size)
 		return -errno;
 	if (new_size == 0 || new_size > devsize)
 		return -EINVAL;
-	__atomic_store_n(&bs->size, new_size, __ATOMIC_RELEASE);
+	atomic_store_explicit(&bs->size, new_size, memory_order_release);
 	return 0;
 }
 

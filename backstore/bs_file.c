@@ -18,6 +18,7 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -80,12 +81,12 @@ static void bs_file_submit(struct io_engine *eng, struct bs_io *io)
  * that cannot allocate ahead leaves the file sparse (logged once). */
 static int bs_file_allocate(int fd, uint64_t offset, uint64_t len)
 {
-	static bool logged;
+	static atomic_bool logged;
 
 	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)len) == 0)
 		return 0;
 	if (errno == EOPNOTSUPP || errno == ENOSYS) {
-		if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+		if (!atomic_exchange_explicit(&logged, true, memory_order_relaxed))
 			log_info("file backstore: the filesystem cannot preallocate: thick files stay sparse");
 		return 0;
 	}
@@ -97,9 +98,9 @@ static int bs_file_allocate(int fd, uint64_t offset, uint64_t len)
  * tables (8 bytes per 4 KiB page read through the mapping). */
 #define BS_FILE_MAP_MAX (64ull << 30)
 
-/* Map the file for zero-copy reads of resident pages: the READ path
- * sends from the mapping when mincore() says the range is in the page
- * cache, so a network thread never waits for the disk there. */
+/* Map the file for zero-copy reads of resident pages: bs_file_zc_ptr()
+ * offers the mapping when mincore() says the range is in the page cache,
+ * so a network thread never waits for the disk there. */
 static void bs_file_map(struct backstore *bs, const struct bs_params *p)
 {
 	void *m;
@@ -111,6 +112,37 @@ static void bs_file_map(struct backstore *bs, const struct bs_params *p)
 		return;   /* reads simply go through the engine */
 	bs->map_base = m;
 	bs->map_len = bs->size;
+}
+
+/* Is every page of [p, p + len) in the page cache? */
+static bool bs_file_resident(const uint8_t *p, uint64_t len)
+{
+	const uintptr_t pg = 4096;
+	uintptr_t start = (uintptr_t)p & ~(pg - 1);
+	uintptr_t end = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
+	unsigned char vec[256];
+
+	while (start < end) {
+		size_t n = MIN((end - start) / pg, sizeof(vec));
+
+		if (mincore((void *)start, n * pg, vec))
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (!(vec[i] & 1))
+				return false;
+		start += n * pg;
+	}
+	return true;
+}
+
+/* backstore_zc_ptr(): the mapping, where the range is resident. */
+static const uint8_t *bs_file_zc_ptr(struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	if (!bs->map_base || offset > bs->map_len || len > bs->map_len - offset)
+		return NULL;
+	if (!bs_file_resident(bs->map_base + offset, len))
+		return NULL;
+	return bs->map_base + offset;
 }
 
 static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *err, size_t errlen)
@@ -192,6 +224,8 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 	bs->dev_block_size = 512;
 	bs->is_blockdev = false;
 	bs->discard_zeroes = true;
+	/* the file system's block: its unit of allocation (and of reflinks) */
+	bs->phys_block_size = st.st_blksize > 0 ? (uint32_t)st.st_blksize : 0;
 	bs_file_map(bs, p);
 	return 0;
 fail:
@@ -212,7 +246,7 @@ static void bs_file_close(struct backstore *bs)
 static int bs_file_lba_status(struct backstore *bs, uint64_t offset, uint64_t max_len,
 			      bool *mapped, uint64_t *run_len)
 {
-	uint64_t size = __atomic_load_n(&bs->size, __ATOMIC_RELAXED);
+	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
 	off_t data, hole;
 
 	if (offset >= size)
@@ -257,7 +291,7 @@ static int bs_file_lba_status(struct backstore *bs, uint64_t offset, uint64_t ma
 
 static int bs_file_resize(struct backstore *bs, uint64_t new_size)
 {
-	uint64_t old = __atomic_load_n(&bs->size, __ATOMIC_RELAXED);
+	uint64_t old = atomic_load_explicit(&bs->size, memory_order_relaxed);
 	int e;
 
 	if (bs->read_only)
@@ -271,7 +305,7 @@ static int bs_file_resize(struct backstore *bs, uint64_t new_size)
 		if (e < 0)
 			return e;
 	}
-	__atomic_store_n(&bs->size, new_size, __ATOMIC_RELEASE);
+	atomic_store_explicit(&bs->size, new_size, memory_order_release);
 	return 0;
 }
 
@@ -282,4 +316,5 @@ const struct backstore_ops bs_file_ops = {
 	.submit = bs_file_submit,
 	.lba_status = bs_file_lba_status,
 	.resize = bs_file_resize,
+	.zc_ptr = bs_file_zc_ptr,
 };

@@ -12,7 +12,7 @@
 static inline int bs_check_io(struct bs_io *io)
 {
 	struct backstore *bs = io->bs;
-	uint64_t size = __atomic_load_n(&bs->size, __ATOMIC_RELAXED);
+	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
 
 	if (!io->iov) {
 		io->iov = &io->iov1;
@@ -31,7 +31,7 @@ static inline int bs_check_io(struct bs_io *io)
 
 		if (!io->src)
 			return -EINVAL;
-		ssize = __atomic_load_n(&io->src->size, __ATOMIC_RELAXED);
+		ssize = atomic_load_explicit(&io->src->size, memory_order_relaxed);
 		if (io->src_offset > ssize || io->len > ssize - io->src_offset)
 			return -EINVAL;
 	}

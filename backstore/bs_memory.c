@@ -150,6 +150,7 @@ static void bs_memory_submit(struct io_engine *eng, struct bs_io *io)
 			return;
 		}
 		memmove(m->base + io->offset, bs_memory_base(io->src) + io->src_offset, io->len);
+		io->reflinked = 0;
 		bs_memory_mark(bs, io->offset, io->len);
 		io->result = (int64_t)io->len;
 		break;
@@ -197,6 +198,7 @@ static int bs_memory_open(struct backstore *bs, const struct bs_params *p, char 
 	bs->fd = -1;
 	bs->mem_base = m->base;
 	bs->size = p->size;
+	bs->phys_block_size = MEM_PAGE;
 	bs->dev_block_size = 512;
 	bs->is_blockdev = false;
 	bs->discard_zeroes = true;
@@ -221,11 +223,22 @@ static void bs_memory_close(struct backstore *bs)
 	bs->priv = NULL;
 }
 
+/* backstore_zc_ptr(): the whole LUN is in memory. */
+static const uint8_t *bs_memory_zc_ptr(struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	struct bs_mem *m = bs->priv;
+	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
+
+	if (offset > size || len > size - offset)
+		return NULL;
+	return m->base + offset;
+}
+
 static int bs_memory_lba_status(struct backstore *bs, uint64_t offset, uint64_t max_len,
 				bool *mapped, uint64_t *run_len)
 {
 	struct bs_mem *m = bs->priv;
-	uint64_t size = bs->size;
+	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
 	uint64_t page, end_page, end;
 	bool state;
 
@@ -255,4 +268,5 @@ const struct backstore_ops bs_memory_ops = {
 	.submit = bs_memory_submit,
 	.lba_status = bs_memory_lba_status,
 	.resize = NULL,
+	.zc_ptr = bs_memory_zc_ptr,
 };

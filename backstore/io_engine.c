@@ -24,10 +24,11 @@
  *  - Worker pool: a mutex + condvar job queue shared by the process (2
  *    threads at first, grown up to POOL_MAX_THREADS when every worker is
  *    busy). It runs whatever io_uring cannot do (fallocate modes with
- *    fallbacks, ioctls, copy_file_range) and everything when there is no
- *    ring. A worker runs io->work(io), pushes io onto the owning engine's
- *    lock-free MPSC stack (atomic exchange/CAS, consumer takes the whole
- *    stack at once, so no ABA), writes the engine's eventfd, and finally
+ *    fallbacks, ioctls, COPY: FICLONERANGE reflinks and bounce copies) and
+ *    everything when there is no ring. A worker runs io->work(io), pushes
+ *    io onto the owning engine's lock-free MPSC stack (atomic
+ *    exchange/CAS, consumer takes the whole stack at once, so no ABA),
+ *    writes the engine's eventfd, and finally
  *    decrements the engine's pool_active (release). io_engine_destroy()
  *    waits for pool_active to reach zero so a worker never touches a freed
  *    engine.

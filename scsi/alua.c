@@ -91,7 +91,7 @@ int alua_target_init(struct scsi_target *t, const struct alua_group_conf *g, uns
 	free(t->priv_alua);
 	t->priv_alua = a;
 	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lun *lun = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
+		struct scsi_lun *lun = scsi_target_lun(t, i);
 
 		if (lun)
 			lun->tpgs = 0x3;   /* implicit and explicit ALUA */

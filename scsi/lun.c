@@ -6,8 +6,9 @@
  *    mode pages and medium/prevent state change under lun->lock, and the
  *    bits the data path reads are mirrored into atomics (wce, d_sense, swp,
  *    medium_present, stopped, sanitizing, nblocks).
- *  - struct scsi_target: luns[] pointers are read with acquire loads and
- *    published with release stores (scsi_target_set_lun); nexus_list is
+ *  - struct scsi_target: luns[] pointers are read with acquire loads
+ *    (scsi_target_lun()) and published with release stores
+ *    (scsi_target_set_lun()); nexus_list is
  *    walked and changed under target->lock only.
  *  - Unit attentions: nexus->ua[lun] is an atomic bitmask. Establishing
  *    sets bits (atomic or) while holding target->lock so the nexus cannot
@@ -46,6 +47,19 @@ void scsi_mode_publish(struct scsi_lun *lun)
 }
 
 #define LUN_NAA_COMPANY_ID 0x02a5e7ull
+
+/* log2(backstore physical block / logical block); 0 when not larger. */
+static uint8_t lun_lbppb_exp(const struct scsi_lun *lun)
+{
+	uint32_t phys = backstore_phys_block_size(lun->bs);
+	uint8_t e = 0;
+
+	if (phys & (phys - 1) || phys > (1u << 20))
+		return 0;
+	while ((lun->block_size << e) < phys && e < 15)
+		e++;
+	return e;
+}
 
 /* FNV-1a, 64 bits: stable across restarts and platforms. */
 static uint64_t lun_hash(uint64_t h, const void *data, size_t len)
@@ -132,6 +146,7 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	lun->naa_ext = lun_hash(h ^ 0x5bd1e995u, lun->serial, strlen(lun->serial));
 
 	pthread_mutex_init(&lun->lock, NULL);
+	rangelock_init(&lun->rangelock);
 	scsi_mode_defaults(&lun->mode);
 	scsi_mode_publish(lun);
 	atomic_init(&lun->medium_present, true);
@@ -147,11 +162,13 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	}
 	if (t->priv_alua)
 		lun->tpgs = 0x3;      /* implicit and explicit ALUA */
-	/* range lock, EXTENDED COPY results (scsi/vaai.c) */
-	if (vaai_lun_init(lun)) {
+	lun->lbppb_exp = lun_lbppb_exp(lun);
+	if (xcopy_lun_init(lun)) {
 		scsi_lun_destroy(lun);
 		return -ENOMEM;
 	}
+	/* SPC-4 6.6.2: 3PC, EXTENDED COPY is offered on every LUN */
+	atomic_store(&lun->tpc, true);
 	*out = lun;
 	return 0;
 }
@@ -161,8 +178,9 @@ void scsi_lun_destroy(struct scsi_lun *lun)
 	if (!lun)
 		return;
 	scsi_stats_lun_free(lun);
-	vaai_lun_fini(lun);
+	xcopy_lun_fini(lun);
 	pr_lun_free(lun);
+	rangelock_destroy(&lun->rangelock);
 	pthread_mutex_destroy(&lun->lock);
 	free(lun);
 }
@@ -186,7 +204,7 @@ void scsi_target_set_lun(struct scsi_target *t, uint16_t id, struct scsi_lun *lu
 {
 	if (id >= SCSI_MAX_LUNS)
 		return;
-	__atomic_store_n(&t->luns[id], lun, __ATOMIC_RELEASE);
+	atomic_store_explicit(&t->luns[id], lun, memory_order_release);
 	/* SPC-4 6.33: REPORTED LUNS DATA HAS CHANGED on every LUN of every nexus */
 	scsi_ua_establish_all_luns(t, UA_LUNS_CHANGED, NULL);
 }
@@ -223,7 +241,7 @@ void scsi_nexus_detach(struct scsi_nexus *n)
 		uint32_t bit = 1u << (i % 32);
 
 		if (atomic_fetch_and(&n->prevent[i / 32], ~bit) & bit) {
-			struct scsi_lun *lun = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
+			struct scsi_lun *lun = scsi_target_lun(t, i);
 
 			if (lun)
 				atomic_fetch_sub(&lun->prevent, 1);
@@ -314,7 +332,7 @@ void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool 
 	unsigned i;
 
 	for (i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lun *lun = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
+		struct scsi_lun *lun = scsi_target_lun(t, i);
 
 		if (!lun)
 			continue;

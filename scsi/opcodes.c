@@ -90,7 +90,7 @@ static const struct scsi_opcode op_read6 = {
 static const struct scsi_opcode op_write6 = {
 	.opcode = 0x0a, .name = "WRITE(6)", .cdb_len = 6,
 	.usage = { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0 },
-	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_start_stop = {
 	.opcode = 0x1b, .name = "START STOP UNIT", .cdb_len = 6,
@@ -115,12 +115,12 @@ static const struct scsi_opcode op_read10 = {
 static const struct scsi_opcode op_write10 = {
 	.opcode = 0x2a, .name = "WRITE(10)", .cdb_len = 10,
 	.usage = { 0x2a, 0x18, LBA4, 0x1f, 0xff, 0xff, 0 },
-	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_write_verify10 = {
 	.opcode = 0x2e, .name = "WRITE AND VERIFY(10)", .cdb_len = 10,
 	.usage = { 0x2e, 0x16, LBA4, 0x1f, 0xff, 0xff, 0 },
-	.parse = sbc_parse_write_verify, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_write_verify, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_verify10 = {
 	.opcode = 0x2f, .name = "VERIFY(10)", .cdb_len = 10,
@@ -217,7 +217,7 @@ static const struct scsi_opcode op_read16 = {
 static const struct scsi_opcode op_write16 = {
 	.opcode = 0x8a, .name = "WRITE(16)", .cdb_len = 16,
 	.usage = { 0x8a, 0x18, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
-	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_orwrite16 = {
 	.opcode = 0x8b, .name = "ORWRITE(16)", .cdb_len = 16,
@@ -227,7 +227,7 @@ static const struct scsi_opcode op_orwrite16 = {
 static const struct scsi_opcode op_write_verify16 = {
 	.opcode = 0x8e, .name = "WRITE AND VERIFY(16)", .cdb_len = 16,
 	.usage = { 0x8e, 0x16, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
-	.parse = sbc_parse_write_verify, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_write_verify, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_verify16 = {
 	.opcode = 0x8f, .name = "VERIFY(16)", .cdb_len = 16,
@@ -258,12 +258,12 @@ static const struct scsi_opcode op_read12 = {
 static const struct scsi_opcode op_write12 = {
 	.opcode = 0xaa, .name = "WRITE(12)", .cdb_len = 12,
 	.usage = { 0xaa, 0x18, LBA4, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
-	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_write_verify12 = {
 	.opcode = 0xae, .name = "WRITE AND VERIFY(12)", .cdb_len = 12,
 	.usage = { 0xae, 0x16, LBA4, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
-	.parse = sbc_parse_write_verify, .flags = OPF_MEDIUM | OPF_WRITES,
+	.parse = sbc_parse_write_verify, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
 static const struct scsi_opcode op_verify12 = {
 	.opcode = 0xaf, .name = "VERIFY(12)", .cdb_len = 12,

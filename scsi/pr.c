@@ -378,7 +378,7 @@ enum sense_reason pr_check(struct scsi_cmd *cmd)
 void pr_nexus_loss(struct scsi_target *t, const struct scsi_nexus *n)
 {
 	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lun *lun = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
+		struct scsi_lun *lun = scsi_target_lun(t, i);
 		struct pr_lun *p = lun ? lun->priv_pr : NULL;
 
 		if (!p || !(atomic_load(&p->active) & PR_ACT_SPC2))

@@ -36,7 +36,6 @@ struct rangelock_req {
 	uint8_t state;                /* enum rangelock_state */
 	struct rangelock *rl;
 	struct bs_io *notify;         /* completed on the waiter's engine at grant */
-	void (*user_fn)(void);        /* for the requester (continuation) */
 };
 
 struct rangelock {

@@ -8,15 +8,17 @@
  * thread, so a command's step/hpriv state is touched by one thread only.
  * READ goes straight into cmd->buf and WRITE straight from it. Commands
  * that must read the medium to compare or merge (VERIFY with BYTCHK,
- * WRITE AND VERIFY, ORWRITE) malloc a second buffer for that command only.
- * SANITIZE runs as a job of its own (it may outlive the command with
- * IMMED=1) on the engine of the thread that started it; while it runs,
- * lun->sanitizing makes other medium commands return SANITIZE IN PROGRESS.
+ * WRITE AND VERIFY, ORWRITE) read it into a second buffer (scsi_scratch()).
+ * Writers take the LUN's LBA range lock (scsi_rl_lock()) before their
+ * first request. SANITIZE runs as a job of its own (it may outlive the
+ * command with IMMED=1) on the engine of the thread that started it; while
+ * it runs, lun->sanitizing makes other medium commands return SANITIZE IN
+ * PROGRESS.
  */
 #include "config.h"
 #include <stdlib.h>
-#include <sys/mman.h>
 #include "scsi/scsi_int.h"
+#include "scsi/stats.h"
 #include "scsi/vaai.h"
 
 /* A backstore result is an error when negative. */
@@ -25,34 +27,16 @@ static bool sbc_io_failed(const struct bs_io *io)
 	return io->result < 0;
 }
 
+/* One request of nblocks blocks at lba on the command's LUN. */
 static void sbc_submit(struct scsi_cmd *cmd, enum bs_op op, uint64_t lba, uint64_t nblocks,
 		       void *buf, unsigned flags, void (*done)(struct bs_io *io))
 {
-	struct scsi_lun *lun = cmd->lun;
-	struct bs_io *io = &cmd->io;
+	uint8_t shift = cmd->lun->block_shift;
 
-	memset(io, 0, sizeof(*io));
-	io->bs = lun->bs;
-	io->op = op;
-	io->flags = flags;
-	io->offset = lba << lun->block_shift;
-	io->len = nblocks << lun->block_shift;
-	if (buf) {
-		io->iov1.iov_base = buf;
-		io->iov1.iov_len = (size_t)io->len;
-		io->iov = &io->iov1;
-		io->iovcnt = 1;
-	}
-	io->done = done;
-	io->priv = cmd;
-	backstore_submit(cmd->eng, io);
-}
-
-static unsigned sbc_write_flags(const struct scsi_cmd *cmd)
-{
-	if (cmd->fua || !atomic_load_explicit(&cmd->lun->wce, memory_order_relaxed))
-		return BS_IO_FUA;
-	return 0;
+	scsi_submit(cmd, &(struct scsi_io){
+		.op = op, .flags = flags, .offset = lba << shift, .len = nblocks << shift,
+		.buf = buf, .done = done,
+	});
 }
 
 /* CDB layouts shared by the READ/WRITE/VERIFY families (SBC-4 5.x). */
@@ -100,7 +84,6 @@ static enum sense_reason sbc_parse_range(struct scsi_cmd *cmd, struct sbc_cdb *c
 		return SR_LBA_OUT_OF_RANGE;
 	cmd->lba = c->lba;
 	cmd->nblocks = c->len;
-	cmd->dpo = cmd->cdb[1] & 0x10;
 	return SR_OK;
 }
 
@@ -133,10 +116,10 @@ static enum sense_reason sbc_exec_read_capacity16(struct scsi_cmd *cmd)
 	memset(d, 0, sizeof(d));
 	put_be64(d, scsi_lun_nblocks(cmd->lun) - 1);
 	put_be32(d + 8, cmd->lun->block_size);
-	/* d[13]: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (scsi/vaai.c);
+	/* d[13]: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (scsi/lun.c);
 	 * d[14]: LBPME (0x80) and LBPRZ (0x40) with logical block
 	 * provisioning; LOWEST ALIGNED LOGICAL BLOCK ADDRESS 0 */
-	d[13] = vaai_lbppb_exp(cmd->lun);
+	d[13] = cmd->lun->lbppb_exp;
 	if (vaai_lbp(cmd->lun))
 		d[14] = (uint8_t)(0x80 | (cmd->lun->bs->discard_zeroes ? 0x40 : 0));
 	scsi_datain(cmd, d, sizeof(d));
@@ -171,46 +154,20 @@ static void sbc_write_done(struct bs_io *io)
 	scsi_cmd_done(cmd, sbc_io_failed(io) ? scsi_bs_error(io->result, true) : SR_OK);
 }
 
-/* Is every page of [p, p + len) in the page cache? */
-static bool sbc_resident(const uint8_t *p, uint64_t len)
-{
-	const uintptr_t pg = 4096;
-	uintptr_t start = (uintptr_t)p & ~(pg - 1);
-	uintptr_t end = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
-	unsigned char vec[256];
-
-	while (start < end) {
-		size_t n = MIN((end - start) / pg, sizeof(vec));
-
-		if (mincore((void *)start, n * pg, vec))
-			return false;
-		for (size_t i = 0; i < n; i++)
-			if (!(vec[i] & 1))
-				return false;
-		start += n * pg;
-	}
-	return true;
-}
-
 /* SBC-4 5.15-5.18 READ(6/10/12/16) */
 static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 {
-	struct backstore *bs = cmd->lun->bs;
-	uint64_t off = cmd->lba << cmd->lun->block_shift;
+	const uint8_t *zc;
 
 	if (!cmd->nblocks)
 		return SR_OK;
-	if (cmd->zc_ok && bs->mem_base) {
-		/* Zero copy: the transport sends from the memory LUN itself. */
-		cmd->data_ptr = bs->mem_base + off;
-		cmd->data_len = cmd->xfer_len;
-		return SR_OK;
-	}
-	if (cmd->zc_ok && bs->map_base && off + cmd->xfer_len <= bs->map_len &&
-	    sbc_resident(bs->map_base + off, cmd->xfer_len)) {
-		/* Zero copy from the page cache: the pages are there, so the
-		 * kernel's copy into the socket will not wait for the disk. */
-		cmd->data_ptr = bs->map_base + off;
+	if (cmd->zc_ok &&
+	    (zc = backstore_zc_ptr(cmd->lun->bs, cmd->lba << cmd->lun->block_shift, cmd->xfer_len))) {
+		/* Zero copy: the transport sends from the backstore's own
+		 * bytes (a memory LUN, or page-cache pages already resident,
+		 * so the kernel's copy into the socket never waits for the
+		 * disk). */
+		cmd->data_ptr = zc;
 		cmd->data_len = cmd->xfer_len;
 		return SR_OK;
 	}
@@ -221,7 +178,7 @@ static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 static enum sense_reason sbc_write_locked(struct scsi_cmd *cmd)
 {
 	sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf,
-		   sbc_write_flags(cmd), sbc_write_done);
+		   scsi_write_flags(cmd), sbc_write_done);
 	return SR_PENDING;
 }
 
@@ -243,9 +200,7 @@ enum sense_reason sbc_parse_rw(struct scsi_cmd *cmd)
 
 	if (r)
 		return r;
-	if (six)
-		cmd->dpo = false;     /* no DPO/FUA in the 6-byte CDBs */
-	else
+	if (!six)             /* no DPO/FUA in the 6-byte CDBs */
 		cmd->fua = cmd->cdb[1] & 0x08;
 	cmd->xfer_len = cmd->nblocks << cmd->lun->block_shift;
 	cmd->dir = cmd->xfer_len ? (write ? SCSI_DIR_WRITE : SCSI_DIR_READ) : SCSI_DIR_NONE;
@@ -266,10 +221,9 @@ static int64_t sbc_first_diff(const uint8_t *a, const uint8_t *b, uint64_t len)
 	return -1;
 }
 
-/* Compare what was read (hpriv) with the data-out buffer per BYTCHK. */
-static enum sense_reason sbc_compare(struct scsi_cmd *cmd)
+/* Compare what was read (medium) with the data-out buffer per BYTCHK. */
+static enum sense_reason sbc_compare(struct scsi_cmd *cmd, const uint8_t *medium)
 {
-	const uint8_t *medium = cmd->hpriv;
 	uint64_t len = (uint64_t)cmd->nblocks << cmd->lun->block_shift;
 	int64_t at;
 
@@ -305,8 +259,7 @@ static void sbc_verify_done(struct bs_io *io)
 	if (sbc_io_failed(io))
 		r = scsi_bs_error(io->result, false);
 	else if (cmd->bytchk)
-		r = sbc_compare(cmd);
-	scsi_hpriv_free(cmd);
+		r = sbc_compare(cmd, io->iov1.iov_base);
 	scsi_cmd_done(cmd, r);
 }
 
@@ -316,7 +269,7 @@ static enum sense_reason sbc_exec_verify(struct scsi_cmd *cmd)
 
 	if (!cmd->nblocks)
 		return SR_OK;
-	m = scsi_hpriv_alloc(cmd, (size_t)cmd->nblocks << cmd->lun->block_shift);
+	m = scsi_scratch(cmd, (size_t)cmd->nblocks << cmd->lun->block_shift);
 	if (!m)
 		return SR_INTERNAL_ERROR;
 	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, m, 0, sbc_verify_done);
@@ -351,13 +304,13 @@ static void sbc_write_verify_done(struct bs_io *io)
 	void *m;
 
 	if (sbc_io_failed(io)) {
-		r = scsi_bs_error(io->result, cmd->step == 0);
+		r = scsi_bs_error(io->result, cmd->rmw.step == 0);
 		goto out;
 	}
-	if (cmd->step == 0) {
+	if (cmd->rmw.step == 0) {
 		/* written; now read it back (verify, and compare if BYTCHK) */
-		cmd->step = 1;
-		m = scsi_hpriv_alloc(cmd, (size_t)cmd->xfer_len);
+		cmd->rmw.step = 1;
+		m = scsi_scratch(cmd, (size_t)cmd->xfer_len);
 		if (!m) {
 			r = SR_INTERNAL_ERROR;
 			goto out;
@@ -366,15 +319,14 @@ static void sbc_write_verify_done(struct bs_io *io)
 		return;
 	}
 	if (cmd->bytchk)
-		r = sbc_compare(cmd);
+		r = sbc_compare(cmd, io->iov1.iov_base);
 out:
-	scsi_hpriv_free(cmd);
 	scsi_cmd_done(cmd, r);
 }
 
 static enum sense_reason sbc_write_verify_locked(struct scsi_cmd *cmd)
 {
-	cmd->step = 0;
+	cmd->rmw.step = 0;
 	/* the verification is of the medium: write through */
 	sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf, BS_IO_FUA,
 		   sbc_write_verify_done);
@@ -411,24 +363,20 @@ enum sense_reason sbc_parse_write_verify(struct scsi_cmd *cmd)
 static void sbc_orwrite_done(struct bs_io *io)
 {
 	struct scsi_cmd *cmd = io->priv;
-	const uint8_t *m = cmd->hpriv;
+	const uint8_t *m = io->iov1.iov_base;
 	uint32_t i;
 
 	if (sbc_io_failed(io)) {
-		enum sense_reason r = scsi_bs_error(io->result, cmd->step == 1);
-
-		scsi_hpriv_free(cmd);
-		scsi_cmd_done(cmd, r);
+		scsi_cmd_done(cmd, scsi_bs_error(io->result, cmd->rmw.step == 1));
 		return;
 	}
-	if (cmd->step == 0) {
+	if (cmd->rmw.step == 0) {
 		/* OR the medium into the data-out buffer, then write it */
 		for (i = 0; i < cmd->xfer_len; i++)
 			cmd->buf[i] |= m[i];
-		scsi_hpriv_free(cmd);
-		cmd->step = 1;
+		cmd->rmw.step = 1;
 		sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf,
-			   sbc_write_flags(cmd), sbc_orwrite_done);
+			   scsi_write_flags(cmd), sbc_orwrite_done);
 		return;
 	}
 	scsi_cmd_done(cmd, SR_OK);
@@ -436,11 +384,11 @@ static void sbc_orwrite_done(struct bs_io *io)
 
 static enum sense_reason sbc_orwrite_locked(struct scsi_cmd *cmd)
 {
-	void *m = scsi_hpriv_alloc(cmd, cmd->xfer_len);
+	void *m = scsi_scratch(cmd, cmd->xfer_len);
 
 	if (!m)
 		return SR_INTERNAL_ERROR;
-	cmd->step = 0;
+	cmd->rmw.step = 0;
 	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, m, 0, sbc_orwrite_done);
 	return SR_PENDING;
 }
@@ -647,43 +595,54 @@ enum sense_reason sbc_parse_read_defect(struct scsi_cmd *cmd)
 
 #define SANITIZE_CHUNK (1024u * 1024)
 
+/*
+ * The overwrite is a job that may outlive the SANITIZE command (IMMED=1).
+ * It runs as a command the device server gives itself (jcmd: the LUN, the
+ * engine of the thread that started it, the SANITIZE CDB, no nexus), so it
+ * takes the same path as every other: the whole LUN's exclusive LBA range
+ * lock, scsi_submit() for each request, the end of a command. It holds the
+ * LUN against a reload (scsi/stats.h) until it ends.
+ */
 struct sanitize_job {
-	struct bs_io io;
-	struct scsi_lun *lun;
-	struct io_engine *eng;
+	struct scsi_cmd jcmd;         /* the job's own command */
 	struct scsi_cmd *cmd;         /* NULL when IMMED=1 completed it already */
 	uint8_t *pattern;             /* SANITIZE_CHUNK bytes of the pattern */
-	uint64_t offset, end;
+	uint64_t offset, end;         /* bytes written, bytes to write */
 	bool flushing;
-	struct rangelock_req rl;      /* the whole LUN, exclusive */
 };
 
-static void sanitize_finish(struct sanitize_job *job, bool ok)
+/* jcmd.complete: the job's end (range lock released, result set). */
+static void sanitize_end(struct scsi_cmd *jcmd)
 {
-	struct scsi_lun *lun = job->lun;
+	struct sanitize_job *job = container_of(jcmd, struct sanitize_job, jcmd);
+	struct scsi_lun *lun = jcmd->lun;
 	struct scsi_cmd *cmd = job->cmd;
+	bool ok = jcmd->reason == SR_OK;
 
-	rangelock_release(&job->rl);
 	atomic_store(&lun->sanitize_failed, !ok);
-	lun->sanitize_progress = 0;
+	atomic_store_explicit(&lun->sanitize_progress, 0, memory_order_relaxed);
 	atomic_store(&lun->sanitizing, false);
+	scsi_stats_lun_put(lun);
 	free(job->pattern);
 	free(job);
 	if (cmd)
 		scsi_cmd_done(cmd, ok ? SR_OK : SR_SANITIZE_FAILED);
 }
 
+/* Write the next chunk of the pattern, or flush after the last one. */
+static enum sense_reason sanitize_next(struct scsi_cmd *jcmd);
+
 static void sanitize_step(struct bs_io *io)
 {
-	struct sanitize_job *job = container_of(io, struct sanitize_job, io);
-	uint64_t len;
+	struct scsi_cmd *jcmd = io->priv;
+	struct sanitize_job *job = container_of(jcmd, struct sanitize_job, jcmd);
 
 	if (io->result < 0) {
-		sanitize_finish(job, false);
+		scsi_cmd_done(jcmd, SR_SANITIZE_FAILED);
 		return;
 	}
 	if (job->flushing) {
-		sanitize_finish(job, true);
+		scsi_cmd_done(jcmd, SR_OK);
 		return;
 	}
 	/* SBC-4 4.11: task management does not stop a sanitize operation;
@@ -693,27 +652,65 @@ static void sanitize_step(struct bs_io *io)
 		job->cmd = NULL;
 	}
 	job->offset += io->len;
-	job->lun->sanitize_progress = job->end ?
-		(uint32_t)((job->offset * 65535) / job->end) : 0;
-	memset(io, 0, sizeof(*io));
-	io->bs = job->lun->bs;
-	io->done = sanitize_step;
-	io->priv = job;
+	atomic_store_explicit(&jcmd->lun->sanitize_progress,
+			      job->end ? (uint32_t)((job->offset * 65535) / job->end) : 0,
+			      memory_order_relaxed);
+	sanitize_next(jcmd);
+}
+
+static enum sense_reason sanitize_next(struct scsi_cmd *jcmd)
+{
+	struct sanitize_job *job = container_of(jcmd, struct sanitize_job, jcmd);
+	uint64_t len;
+
 	if (job->offset >= job->end) {
 		job->flushing = true;
-		io->op = BS_OP_FLUSH;
-		backstore_submit(job->eng, io);
-		return;
+		scsi_submit(jcmd, &(struct scsi_io){ .op = BS_OP_FLUSH, .done = sanitize_step });
+		return SR_PENDING;
 	}
 	len = MIN((uint64_t)SANITIZE_CHUNK, job->end - job->offset);
-	io->op = BS_OP_WRITE;
-	io->offset = job->offset;
-	io->len = len;
-	io->iov1.iov_base = job->pattern;
-	io->iov1.iov_len = (size_t)len;
-	io->iov = &io->iov1;
-	io->iovcnt = 1;
-	backstore_submit(job->eng, io);
+	scsi_submit(jcmd, &(struct scsi_io){
+		.op = BS_OP_WRITE, .offset = job->offset, .len = len, .buf = job->pattern,
+		.done = sanitize_step,
+	});
+	return SR_PENDING;
+}
+
+/* The job for an OVERWRITE parameter list (SBC-4 5.27.3) already checked. */
+static struct sanitize_job *sanitize_job_new(struct scsi_cmd *cmd, const uint8_t *p,
+					     uint32_t plen)
+{
+	struct sanitize_job *job = calloc(1, sizeof(*job));
+	uint8_t inv;
+	uint32_t i;
+
+	if (!job)
+		return NULL;
+	job->pattern = malloc(SANITIZE_CHUNK);
+	if (!job->pattern) {
+		free(job);
+		return NULL;
+	}
+	/*
+	 * OVERWRITE COUNT passes, the pattern inverted between passes when
+	 * INVERT is set. Earlier passes matter only on magnetic media; the
+	 * backstore keeps only the last, so only the last pass is written:
+	 * the pattern, inverted if INVERT is set and the count is even.
+	 */
+	inv = (p[0] & 0x80) && !(p[0] & 0x01) ? 0xff : 0x00;
+	for (i = 0; i < SANITIZE_CHUNK; i++)
+		job->pattern[i] = (uint8_t)(p[4 + i % plen] ^ inv);
+	scsi_cmd_reset(&job->jcmd);
+	job->jcmd.lun_id = cmd->lun_id;
+	job->jcmd.lun = cmd->lun;
+	job->jcmd.op = cmd->op;
+	job->jcmd.eng = cmd->eng;
+	memcpy(job->jcmd.cdb, cmd->cdb, sizeof(job->jcmd.cdb));
+	job->jcmd.cdb_len = cmd->cdb_len;
+	job->jcmd.complete = sanitize_end;
+	job->cmd = (cmd->cdb[1] & 0x80) ? NULL : cmd;     /* IMMED */
+	job->end = scsi_lun_nblocks(cmd->lun) << cmd->lun->block_shift;
+	return job;
 }
 
 static enum sense_reason sbc_exec_sanitize(struct scsi_cmd *cmd)
@@ -723,8 +720,7 @@ static enum sense_reason sbc_exec_sanitize(struct scsi_cmd *cmd)
 	bool immed = cmd->cdb[1] & 0x80;
 	const uint8_t *p = cmd->buf;
 	struct sanitize_job *job;
-	uint32_t plen, i;
-	uint8_t inv;
+	uint32_t plen;
 	bool expected = false;
 
 	if (sa == 0x1f) {
@@ -740,45 +736,22 @@ static enum sense_reason sbc_exec_sanitize(struct scsi_cmd *cmd)
 		return scsi_invalid_param(cmd, 0, 6);     /* TEST */
 	if (plen == 0 || plen > lun->block_size || plen + 4 != cmd->xfer_len)
 		return scsi_invalid_param(cmd, 2, -1);
-	job = calloc(1, sizeof(*job));
+	job = sanitize_job_new(cmd, p, plen);
 	if (!job)
 		return SR_INTERNAL_ERROR;
-	job->pattern = malloc(SANITIZE_CHUNK);
-	if (!job->pattern) {
-		free(job);
-		return SR_INTERNAL_ERROR;
-	}
-	/*
-	 * OVERWRITE COUNT passes, the pattern inverted between passes when
-	 * INVERT is set. Earlier passes matter only on magnetic media; the
-	 * backstore keeps only the last, so only the last pass is written:
-	 * the pattern, inverted if INVERT is set and the count is even.
-	 */
-	inv = (p[0] & 0x80) && !(p[0] & 0x01) ? 0xff : 0x00;
-	for (i = 0; i < SANITIZE_CHUNK; i++)
-		job->pattern[i] = (uint8_t)(p[4 + i % plen] ^ inv);
 	if (!atomic_compare_exchange_strong(&lun->sanitizing, &expected, true)) {
 		free(job->pattern);
 		free(job);
 		return SR_SANITIZE_IN_PROGRESS;
 	}
-	job->lun = lun;
-	job->eng = cmd->eng;
-	job->cmd = immed ? NULL : cmd;
-	job->end = scsi_lun_nblocks(lun) << lun->block_shift;
-	job->offset = 0;
-	lun->sanitize_progress = 0;
-	/* start with a zero-length step so sanitize_step does the first write */
-	memset(&job->io, 0, sizeof(job->io));
-	job->io.len = 0;
-	job->io.result = 0;
+	atomic_store_explicit(&lun->sanitize_progress, 0, memory_order_relaxed);
+	scsi_stats_lun_get(lun);
 	/* SBC-4 5.27: after every write in flight, before any other: the
 	 * whole LUN under the exclusive LBA range lock (scsi/rangelock.c) */
-	job->io.done = sanitize_step;
-	job->io.priv = job;
-	if (rangelock_acquire(vaai_rangelock(lun), &job->rl, 0, UINT64_MAX, RL_EXCL,
-			      job->eng, &job->io))
-		sanitize_step(&job->io);
+	/* sanitize_next() always leaves a request in flight (SR_PENDING): the
+	 * job ends in sanitize_end(), and so does the command unless IMMED
+	 * ends it now */
+	(void)scsi_rl_lock(&job->jcmd, lun, 0, UINT64_MAX, RL_EXCL, sanitize_next);
 	return immed ? SR_OK : SR_PENDING;
 }
 

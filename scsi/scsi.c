@@ -1,21 +1,36 @@
 /*
  * The core of the SCSI layer: parse a CDB (opcode table, LUN lookup, unit
  * attention, reserved bits, medium and write-protection checks, then the
- * opcode's own parse function), execute it, and turn sense reasons into a
- * result.
+ * opcode's own parse function), execute it, the submission path every
+ * handler uses (LBA range lock, backstore requests), the end of every
+ * command, and turning sense reasons into a result.
+ *
+ * The path of one command through here, and the seams on it:
+ *
+ *   scsi_cmd_parse()    common checks, op->parse()
+ *                       └─ after parse: the end of scsi_cmd_parse(), where
+ *                          every parsed command passes once with op, dir,
+ *                          lba, nblocks and xfer_len set
+ *   scsi_cmd_execute()  op's execute function
+ *   scsi_rl_lock()      writers: the LUN's LBA range lock, then cont()
+ *   scsi_submit()       before backstore submission: every backstore
+ *                       request of every command passes here
+ *   scsi_cmd_done()     PENDING commands end here, synchronous ones in
+ *                       scsi_cmd_execute(); both through scsi_cmd_end()
  *
  * DESIGN (threads): a struct scsi_cmd belongs to the network thread that
- * owns cmd->eng; everything here runs on that thread. Shared LUN state is
- * read through atomics (medium, stopped, swp, sanitizing, nblocks); unit
- * attentions are atomic bitmasks in the nexus, cleared with fetch_and so
- * two commands of one nexus on two connections never report one UA twice.
+ * owns cmd->eng; everything here runs on that thread (a range lock granted
+ * by another thread wakes this one through its engine). Shared LUN state
+ * is read through atomics (medium, stopped, swp, sanitizing, nblocks);
+ * unit attentions are atomic bitmasks in the nexus, cleared with fetch_and
+ * so two commands of one nexus on two connections never report one UA
+ * twice.
  */
 #include "config.h"
 #include <stdlib.h>
 #include <errno.h>
 #include "scsi/scsi_int.h"
 #include "scsi/pr.h"
-#include "scsi/vaai.h"
 #include "scsi/stats.h"
 
 void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
@@ -53,7 +68,7 @@ bool scsi_ua_take(struct scsi_nexus *n, uint16_t lun, uint8_t *asc, uint8_t *asc
 		if (old & bit) {
 			scsi_ua_code((enum scsi_ua)__builtin_ctz(bit), asc, ascq);
 			if (n->target)
-				scsi_stats_ua(__atomic_load_n(&n->target->luns[lun], __ATOMIC_ACQUIRE));
+				scsi_stats_ua(scsi_target_lun(n->target, lun));
 			return true;
 		}
 		bits = old & ~bit;
@@ -92,10 +107,25 @@ void scsi_cmd_set_result(struct scsi_cmd *cmd, enum sense_reason r)
 	}
 }
 
+/* The end of every command that ran its execute function, synchronous or
+ * PENDING: the LBA range lock never outlives it, the result is set before
+ * the handler's on_end sees it, the scratch buffer goes. */
+static void scsi_cmd_end(struct scsi_cmd *cmd, enum sense_reason r)
+{
+	void (*on_end)(struct scsi_cmd *cmd) = cmd->on_end;
+
+	scsi_rl_unlock(cmd);
+	scsi_cmd_set_result(cmd, r);
+	cmd->on_end = NULL;
+	if (on_end)
+		on_end(cmd);
+	free(cmd->scratch);
+	cmd->scratch = NULL;
+}
+
 void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r)
 {
-	scsi_rl_unlock(cmd);           /* the LBA range lock never outlives it */
-	scsi_cmd_set_result(cmd, r);
+	scsi_cmd_end(cmd, r);
 	cmd->complete(cmd);
 }
 
@@ -166,8 +196,7 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	cmd->status = SAM_STAT_GOOD;
 	cmd->execute = NULL;
 
-	if (cmd->lun_id < SCSI_MAX_LUNS)
-		lun = __atomic_load_n(&t->luns[cmd->lun_id], __ATOMIC_ACQUIRE);
+	lun = scsi_target_lun(t, cmd->lun_id);
 	cmd->lun = lun;
 	scsi_stats_hold(cmd);   /* until the transport frees the command */
 
@@ -226,6 +255,7 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	r = op->parse(cmd);
 	if (r)
 		goto fail;
+	/* after parse: the command is valid and fully described */
 	return SR_OK;
 fail:
 	cmd->dir = SCSI_DIR_NONE;
@@ -255,22 +285,92 @@ bool scsi_cmd_execute(struct scsi_cmd *cmd)
 	r = cmd->execute(cmd);
 	if (r == SR_PENDING)
 		return true;
-	scsi_rl_unlock(cmd);
-	scsi_cmd_set_result(cmd, r);
+	scsi_cmd_end(cmd, r);
 	return false;
 }
 
-void *scsi_hpriv_alloc(struct scsi_cmd *cmd, size_t len)
+bool scsi_cmd_shrink_dataout(struct scsi_cmd *cmd, uint32_t bytes)
 {
-	scsi_hpriv_free(cmd);
-	cmd->hpriv = malloc(len ? len : 1);
-	return cmd->hpriv;
+	if (!cmd->lun || !cmd->op || !(cmd->op->flags & OPF_SHRINK) ||
+	    cmd->dir != SCSI_DIR_WRITE || bytes > cmd->xfer_len ||
+	    bytes & (cmd->lun->block_size - 1))
+		return false;
+	cmd->nblocks = bytes >> cmd->lun->block_shift;
+	cmd->xfer_len = bytes;
+	return true;
 }
 
-void scsi_hpriv_free(struct scsi_cmd *cmd)
+/* --- the submission path --- */
+
+static void scsi_rl_granted(struct bs_io *io)
 {
-	free(cmd->hpriv);
-	cmd->hpriv = NULL;
+	struct scsi_cmd *cmd = io->priv;
+	enum sense_reason r;
+
+	/* SAM-5 7.2: an aborted command that has not started does nothing */
+	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire))
+		r = SR_TASK_ABORTED;
+	else
+		r = cmd->rl_cont(cmd);
+	if (r != SR_PENDING)
+		scsi_cmd_done(cmd, r);
+}
+
+enum sense_reason scsi_rl_lock(struct scsi_cmd *cmd, struct scsi_lun *lun, uint64_t lba,
+			       uint64_t n, enum rangelock_mode mode, scsi_cont_fn cont)
+{
+	struct bs_io *io = &cmd->io;
+
+	memset(io, 0, sizeof(*io));
+	io->done = scsi_rl_granted;
+	io->priv = cmd;
+	cmd->rl_cont = cont;
+	if (rangelock_acquire(&lun->rangelock, &cmd->rl, lba, n, mode, cmd->eng, io))
+		return cont(cmd);
+	return SR_PENDING;
+}
+
+void scsi_submit(struct scsi_cmd *cmd, const struct scsi_io *rq)
+{
+	struct scsi_lun *lun = rq->lun ? rq->lun : cmd->lun;
+	struct bs_io *io = &cmd->io;
+
+	memset(io, 0, sizeof(*io));
+	io->bs = lun->bs;
+	io->op = rq->op;
+	io->flags = rq->flags;
+	io->offset = rq->offset;
+	io->len = rq->len;
+	if (rq->iov) {
+		io->iov = rq->iov;
+		io->iovcnt = rq->iovcnt;
+	} else if (rq->buf) {
+		io->iov1.iov_base = rq->buf;
+		io->iov1.iov_len = (size_t)rq->len;
+		io->iov = &io->iov1;
+		io->iovcnt = 1;
+	}
+	if (rq->src)
+		io->src = rq->src->bs;
+	io->src_offset = rq->src_offset;
+	io->done = rq->done;
+	io->priv = cmd;
+	/* before backstore submission: the request is complete here */
+	backstore_submit(cmd->eng, io);
+}
+
+void *scsi_scratch(struct scsi_cmd *cmd, size_t len)
+{
+	void *p = NULL;
+
+	if ((uint64_t)cmd->buf_cap >= (uint64_t)cmd->xfer_len + len)
+		return cmd->buf + cmd->xfer_len;
+	free(cmd->scratch);
+	cmd->scratch = NULL;
+	if (posix_memalign(&p, 4096, len ? len : 1) != 0)
+		return NULL;
+	cmd->scratch = p;
+	return p;
 }
 
 /* SBC-4 4.18 / 5.x: a failed backstore request is never success. */

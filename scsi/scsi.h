@@ -71,11 +71,11 @@ enum scsi_sense_key {
 	SK_MISCOMPARE = 0xe,
 };
 
-/* Every way a command can end. scsi/sense.c maps each to status and sense. */
+/* Every way a command can end. scsi/sense.c maps each to status and sense.
+ * The values are internal (never stored or sent): grouped by sense key. */
 enum sense_reason {
 	SR_OK = 0,
 	SR_PENDING,                     /* not a result: completes later */
-	SR_CONDITION_MET,               /* PRE-FETCH */
 	SR_RESERVATION_CONFLICT,        /* status only */
 	SR_BUSY,
 	SR_TASK_SET_FULL,
@@ -89,49 +89,41 @@ enum sense_reason {
 	SR_LUN_NOT_SUPPORTED,           /* 25/00 */
 	SR_SAVING_PARAMS_UNSUPPORTED,   /* 39/00 */
 	SR_MEDIUM_REMOVAL_PREVENTED,    /* 53/02 */
-	SR_PARAM_VALUE_INVALID,         /* 26/02 */
 	SR_TOO_MANY_SEGMENT_DESCRIPTORS,/* 26/08 */
 	SR_TOO_MANY_TARGET_DESCRIPTORS, /* 26/06 */
 	SR_UNSUPPORTED_TARGET_DESCRIPTOR,  /* 26/07 */
 	SR_UNSUPPORTED_SEGMENT_DESCRIPTOR, /* 26/09 */
 	SR_INVALID_RELEASE_OF_PR,       /* 26/04 */
 	SR_INSUFFICIENT_REGISTRATION_RESOURCES, /* 55/04 */
-	SR_MISCOMPARE_VERIFY,           /* MISCOMPARE 1D/00 + INFORMATION */
+	SR_INVALID_FIELD_IU,            /* 0E/03: data-out shorter than the CDB's
+	                                 * transfer length */
+	SR_OPERATION_IN_PROGRESS,       /* 00/16 (EXTENDED COPY list ID in use) */
+	SR_INVALID_MESSAGE,             /* 49/00 (ACA task attribute, scsi/taskset.c) */
+	/* MISCOMPARE */
+	SR_MISCOMPARE_VERIFY,           /* 1D/00 + INFORMATION */
 	/* NOT READY */
 	SR_MEDIUM_NOT_PRESENT,          /* 3A/00 */
-	SR_LUN_NOT_READY_STOPPED,       /* 04/02 initializing command required */
-	SR_LUN_NOT_READY_FORMAT,        /* 04/04 format in progress (sanitize) */
 	SR_LUN_NOT_ACCESSIBLE_STANDBY,  /* 04/0B */
 	SR_LUN_NOT_ACCESSIBLE_UNAVAIL,  /* 04/0C */
 	SR_LUN_NOT_ACCESSIBLE_TRANSITION, /* 04/0A */
+	SR_SANITIZE_IN_PROGRESS,        /* 04/1B */
 	/* DATA PROTECT */
 	SR_WRITE_PROTECTED,             /* 27/00 */
 	SR_SPACE_ALLOC_FAILED,          /* 27/07 SPACE ALLOCATION FAILED WRITE PROTECT */
 	/* MEDIUM ERROR */
 	SR_READ_ERROR,                  /* 11/00 unrecovered read error */
 	SR_WRITE_ERROR,                 /* 0C/00 write error */
+	SR_SANITIZE_FAILED,             /* 31/03 */
 	/* HARDWARE ERROR */
 	SR_INTERNAL_ERROR,              /* 44/00 internal target failure */
 	/* ABORTED COMMAND */
-	SR_ABORTED_COMMAND,             /* 00/00 */
-	SR_DIGEST_ERROR,                /* 47/05 */
+	SR_DATA_PHASE_ERROR,            /* 4B/00 (transport: bad Data-Out sequence) */
+	SR_INITIATOR_RESPONSE_TIMEOUT,  /* 4B/06 (transport: no Data-Out in time) */
 	/* COPY ABORTED */
 	SR_COPY_TARGET_DEVICE_NOT_REACHABLE, /* 0D/02 */
-	SR_COPY_ABORTED_ERROR,          /* 0D/00 */
+	SR_COPY_ABORTED,                /* 00/00 (EXTENDED COPY segment error) */
 	/* UNIT ATTENTION: produced by the UA machinery, one per ua_bit */
 	SR_UA,
-	/* Added after the first contract (append-only). */
-	SR_INVALID_FIELD_IU,            /* ILLEGAL REQUEST 0E/03: data-out shorter
-	                                 * than the CDB's transfer length */
-	SR_SANITIZE_IN_PROGRESS,        /* NOT READY 04/1B */
-	SR_SANITIZE_FAILED,             /* MEDIUM ERROR 31/03 */
-	SR_MISCOMPARE_VERIFY_NOINFO,    /* MISCOMPARE 1D/00 without INFORMATION */
-	SR_NOT_READY_CAUSE_UNKNOWN,     /* NOT READY 04/00 */
-	SR_DATA_PHASE_ERROR,            /* ABORTED COMMAND 4B/00 (transport: bad Data-Out sequence) */
-	SR_COPY_ABORTED,                /* COPY ABORTED 00/00 (EXTENDED COPY segment error) */
-	SR_OPERATION_IN_PROGRESS,       /* ILLEGAL REQUEST 00/16 (EXTENDED COPY list ID in use) */
-	SR_INITIATOR_RESPONSE_TIMEOUT,  /* ABORTED COMMAND 4B/06 (transport: no Data-Out in time) */
-	SR_INVALID_MESSAGE,             /* ILLEGAL REQUEST 49/00 (ACA task attribute, scsi/taskset.c) */
 	SR__COUNT
 };
 
@@ -157,6 +149,11 @@ struct scsi_lun;
 struct scsi_target;
 struct scsi_cmd;
 struct io_engine;
+struct pr_lun;                /* scsi/pr.c */
+struct xcopy_lun;             /* scsi/xcopy.c */
+struct xcopy_job;
+struct scsi_lun_stats;        /* scsi/stats.c */
+struct alua_target;           /* scsi/alua.c */
 
 /* One I_T nexus (an iSCSI session). Owned by the transport. */
 struct scsi_nexus {
@@ -232,24 +229,41 @@ struct scsi_lun {
 
 	_Atomic bool tpc;             /* INQUIRY 3PC: EXTENDED COPY offered */
 	uint8_t tpgs;                 /* INQUIRY TPGS (0: no ALUA) */
+	uint8_t lbppb_exp;            /* READ CAPACITY(16) LOGICAL BLOCKS PER PHYSICAL
+	                               * BLOCK EXPONENT: log2(backstore physical
+	                               * block / block_size), 0 when not larger */
 	uint32_t max_xfer_blocks;     /* VPD B0 MAXIMUM TRANSFER LENGTH, honoured */
 	_Atomic uint32_t sanitize_progress; /* 0..65535 while sanitizing */
 	_Atomic bool sanitize_failed; /* last SANITIZE failed: EXIT FAILURE MODE */
 
-	void *priv_vaai;              /* room for the VAAI issue (range lock, ...) */
-	void *priv_pr;                /* room for reservations */
-	void *priv_stats;             /* room for statistics */
+	/* The LBA range lock every writer of the medium takes (scsi/rangelock.c;
+	 * scsi_rl_lock() in scsi/scsi.c): what makes COMPARE AND WRITE atomic. */
+	struct rangelock rangelock;
+	struct xcopy_lun *priv_xcopy; /* EXTENDED COPY results (scsi/xcopy.c) */
+	struct pr_lun *priv_pr;       /* reservations (scsi/pr.c) */
+	struct scsi_lun_stats *priv_stats; /* statistics (scsi/stats.c) */
 };
 
 /* A SCSI target device: its LUNs and its I_T nexuses. */
 struct scsi_target {
 	char name[224];
 	uint16_t id;                       /* index among targets (for NAA etc.) */
-	struct scsi_lun *luns[SCSI_MAX_LUNS]; /* NULL where no LUN; set before sessions start */
+	/* NULL where no LUN. Published with a release store
+	 * (scsi_target_set_lun()) and read with scsi_target_lun() only. */
+	struct scsi_lun *_Atomic luns[SCSI_MAX_LUNS];
 	pthread_mutex_t lock;              /* nexus_list */
 	struct list_head nexus_list;
-	void *priv_alua;                   /* target port groups (scsi/alua.c) */
+	struct alua_target *priv_alua;     /* target port groups (scsi/alua.c) */
 };
+
+/* The LUN of a target at id, or NULL: the one reader of luns[] (an
+ * acquire load, paired with scsi_target_set_lun()'s release store). */
+static inline struct scsi_lun *scsi_target_lun(const struct scsi_target *t, uint64_t id)
+{
+	if (id >= SCSI_MAX_LUNS)
+		return NULL;
+	return atomic_load_explicit(&t->luns[id], memory_order_acquire);
+}
 
 /* CDB usage map and handler for one opcode (or opcode + service action). */
 struct scsi_opcode {
@@ -276,6 +290,8 @@ struct scsi_opcode {
 #define OPF_SANITIZE    0x080  /* exists only where SANITIZE is allowed */
 #define OPF_SANITIZE_OK 0x100  /* allowed while a SANITIZE is in progress */
 #define OPF_THIN        0x200  /* exists only with logical block provisioning (UNMAP) */
+#define OPF_SHRINK      0x400  /* a short data-out may shrink it to the whole blocks
+                                * received (scsi_cmd_shrink_dataout()) */
 
 struct scsi_cmd {
 	/* Set by the transport before scsi_cmd_parse(). */
@@ -297,8 +313,7 @@ struct scsi_cmd {
 	uint64_t lba;
 	uint32_t nblocks;
 	bool fua;
-	bool dpo;
-	uint8_t bytchk;
+	uint8_t bytchk;                 /* VERIFY, WRITE AND VERIFY: BYTCHK */
 	enum sense_reason (*execute)(struct scsi_cmd *cmd);
 
 	/* Zero-copy data-in. The transport sets zc_ok when it can send
@@ -328,14 +343,31 @@ struct scsi_cmd {
 	int8_t field_bit;               /* -1: no bit pointer */
 	uint8_t ua_asc, ua_ascq;        /* SR_UA */
 
-	/* Execution state for handlers (async I/O, multi-step commands). */
-	struct bs_io io;
-	unsigned step;
-	uint64_t progress;
-	void *hpriv;                    /* handler-private (e.g. VAAI state) */
-	struct rangelock_req rl;        /* LBA range lock (scsi/rangelock.c):
-	                                 * released by scsi_cmd_done() and by
-	                                 * scsi_cmd_execute() on a synchronous end */
+	/* Execution state for handlers (async I/O, multi-step commands),
+	 * touched by the command's thread only. */
+	struct bs_io io;                /* the request in flight (scsi_submit()) */
+	struct rangelock_req rl;        /* LBA range lock (scsi_rl_lock()):
+	                                 * released when the command ends */
+	enum sense_reason (*rl_cont)(struct scsi_cmd *cmd); /* run once rl is held */
+	void (*on_end)(struct scsi_cmd *cmd); /* handler's last word: runs once
+	                                 * when the command ends, result set */
+	uint8_t *scratch;               /* a second buffer (scsi_scratch()),
+	                                 * freed when the command ends */
+	union {                         /* per command family, set by its parse
+	                                 * or execute function */
+		struct {                /* WRITE AND VERIFY, ORWRITE */
+			uint8_t step;   /* 0: first request, 1: second */
+		} rmw;
+		struct {                /* WRITE SAME */
+			bool unmap;     /* UNMAP bit: deallocate */
+			uint64_t done;  /* bytes written so far (pattern) */
+		} ws;
+		struct {                /* UNMAP */
+			uint32_t ndesc; /* block descriptors in the list */
+			uint32_t next;  /* the next one to deallocate */
+		} unmap;
+		struct xcopy_job *xcopy; /* EXTENDED COPY (scsi/xcopy.c) */
+	};
 	uint32_t buf_extra;             /* scratch bytes a handler wants after
 	                                 * xfer_len (set by parsing) */
 	uint64_t start_ns;              /* for latency statistics */
@@ -365,6 +397,12 @@ static inline uint32_t scsi_cmd_buf_need(const struct scsi_cmd *cmd)
 {
 	return cmd->xfer_len + cmd->buf_extra;
 }
+
+/* Short data-out, before the data phase (see above): shrink a parsed
+ * command whose opcode allows it (OPF_SHRINK: WRITE, WRITE AND VERIFY) to
+ * the whole blocks of the bytes the initiator sends. Returns false, and
+ * changes nothing, for any other command or a partial block. */
+bool scsi_cmd_shrink_dataout(struct scsi_cmd *cmd, uint32_t bytes);
 
 /* --- core (scsi/scsi.c) --- */
 enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd);
@@ -402,6 +440,8 @@ extern const unsigned scsi_opcodes_count;
 void scsi_build_sense(struct scsi_cmd *cmd, bool descriptor);
 /* Key/ASC/ASCQ/status of a reason (for tests, statistics). */
 void scsi_reason_info(enum sense_reason r, uint8_t *status, uint8_t *key, uint8_t *asc, uint8_t *ascq);
+/* Name of a sense key ("ILLEGAL REQUEST"), for statistics and logs. */
+const char *scsi_sense_key_name(unsigned key);
 
 /* LUNs (scsi/lun.c). */
 int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "scsi/scsi.h"
+#include "scsi/rangelock.h"
 #include "backstore/io_engine.h"
 #include "common/util.h"
 
@@ -87,11 +88,83 @@ void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq);
 void scsi_mode_defaults(struct scsi_mode_state *m);
 void scsi_mode_publish(struct scsi_lun *lun);
 
-/* Scratch buffers for the rare commands that need a second buffer
- * (VERIFY BYTCHK, WRITE AND VERIFY, ORWRITE, SANITIZE): allocated per
- * command, kept in cmd->hpriv, freed before completion. */
-void *scsi_hpriv_alloc(struct scsi_cmd *cmd, size_t len);
-void scsi_hpriv_free(struct scsi_cmd *cmd);
+/* --- the submission path (scsi.c) ---
+ *
+ * Every handler reaches the medium the same way:
+ *
+ *   execute ─► scsi_rl_lock(range, mode, cont)   (writers of the medium)
+ *           ─► cont ─► scsi_submit(cmd, request) ─► done(io) ─► ...
+ *           ─► scsi_cmd_done(cmd, reason)        (or a result returned)
+ *
+ * and every end of a command, synchronous or not, goes through one place
+ * in scsi.c that releases the range lock, sets the result, runs the
+ * handler's on_end and frees the scratch buffer.
+ */
+
+/* Continuation of a command once its LBA range is locked. */
+typedef enum sense_reason (*scsi_cont_fn)(struct scsi_cmd *cmd);
+
+/*
+ * The LBA range lock for commands (see scsi/rangelock.c for who takes it in
+ * which mode). Locks [lba, lba + n) of lun (the command's LUN or, for
+ * EXTENDED COPY, another one) in cmd->rl, then calls cont(cmd): at once
+ * when the range is free (its result is returned), else later on the
+ * command's thread (cmd->io carries the wake-up; a result other than
+ * SR_PENDING then completes the command). A command aborted while it
+ * waited is completed with TASK ABORTED without running cont.
+ */
+enum sense_reason scsi_rl_lock(struct scsi_cmd *cmd, struct scsi_lun *lun, uint64_t lba,
+			       uint64_t n, enum rangelock_mode mode, scsi_cont_fn cont);
+/* Release the range early (a multi-step command between steps); a no-op
+ * when nothing is held. The end of the command releases it anyway. */
+static inline void scsi_rl_unlock(struct scsi_cmd *cmd)
+{
+	if (cmd->rl.state == RL_HELD)
+		rangelock_release(&cmd->rl);
+}
+
+/* One backstore request of a command, in bytes of the LUN. */
+struct scsi_io {
+	struct scsi_lun *lun;         /* whose backstore; NULL: the command's LUN */
+	enum bs_op op;
+	unsigned flags;               /* BS_IO_FUA (scsi_write_flags()) */
+	uint64_t offset, len;
+	void *buf;                    /* READ/WRITE: one buffer of len bytes, or */
+	struct iovec *iov;            /* a vector of iovcnt entries */
+	int iovcnt;
+	struct scsi_lun *src;         /* BS_OP_COPY: from this LUN's backstore */
+	uint64_t src_offset;
+	void (*done)(struct bs_io *io); /* on the command's thread; io->priv = cmd */
+};
+
+/* The one door from the SCSI layer to a backstore: fills cmd->io from rq
+ * and submits it on the command's engine. Every request of every command
+ * passes here, which makes it the place for what must see each backstore
+ * request (fault injection around submission, tracing). */
+void scsi_submit(struct scsi_cmd *cmd, const struct scsi_io *rq);
+
+/* Flags of a write of the medium: FUA when the command asks for it or the
+ * write cache is disabled (WCE=0: every acknowledged write is durable). */
+static inline unsigned scsi_write_flags(const struct scsi_cmd *cmd)
+{
+	if (cmd->fua || !atomic_load_explicit(&cmd->lun->wce, memory_order_relaxed))
+		return BS_IO_FUA;
+	return 0;
+}
+
+/* Is the write cache disabled (WCE=0)? Then a command that modifies the
+ * medium without FUA writes (fallocate, discard, copy) flushes before GOOD. */
+static inline bool scsi_lun_write_through(const struct scsi_lun *lun)
+{
+	return !atomic_load_explicit(&lun->wce, memory_order_relaxed);
+}
+
+/* A second buffer of len bytes for the command (VERIFY with BYTCHK, WRITE
+ * AND VERIFY, ORWRITE, COMPARE AND WRITE): the room after the data in
+ * cmd->buf when the transport's buffer has it (parse asks for it with
+ * buf_extra), else a 4096-aligned allocation kept in cmd->scratch and
+ * freed when the command ends. NULL when out of memory. */
+void *scsi_scratch(struct scsi_cmd *cmd, size_t len);
 
 /* Map a backstore error to a sense reason. */
 enum sense_reason scsi_bs_error(int64_t result, bool write);

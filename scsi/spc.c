@@ -294,7 +294,7 @@ static enum sense_reason spc_exec_report_luns(struct scsi_cmd *cmd)
 	memset(d, 0, sizeof(d));
 	if (cmd->cdb[2] != 0x01) {
 		for (i = 0; i < SCSI_MAX_LUNS; i++) {
-			if (!__atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE))
+			if (!scsi_target_lun(t, i))
 				continue;
 			/* SAM-5 4.7.7.2 peripheral device addressing, bus 0 */
 			d[off] = 0x00;

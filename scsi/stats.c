@@ -4,16 +4,30 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "scsi/scsi_int.h"
 #include "scsi/stats.h"
 
-/* One thread's counters, alone on its cache lines. */
+#define STATS_WORDS (sizeof(struct scsi_stats_counters) / sizeof(uint64_t))
+_Static_assert(sizeof(struct scsi_stats_counters) % sizeof(uint64_t) == 0,
+	       "counters are words");
+#define STATS_GLOBAL_WORDS (sizeof(struct scsi_stats_global) / sizeof(uint64_t))
+_Static_assert(sizeof(struct scsi_stats_global) % sizeof(uint64_t) == 0,
+	       "global counters are words");
+/* Index of a counter (a field of struct scsi_stats_counters, array
+ * elements included) among the words of a shard. */
+#define CNT(field) (offsetof(struct scsi_stats_counters, field) / sizeof(uint64_t))
+#define CNT_GLOBAL(field) (offsetof(struct scsi_stats_global, field) / sizeof(uint64_t))
+
+/* One thread's counters, alone on its cache lines: the words of a struct
+ * scsi_stats_counters, as atomics. */
 struct stats_shard {
-	struct scsi_stats_counters c;
-	int64_t held;                    /* commands/handlers holding the LUN */
+	_Atomic uint64_t c[STATS_WORDS];
+	_Atomic int64_t held;            /* commands/handlers holding the LUN */
 } __attribute__((aligned(64)));
 
 struct scsi_lun_stats {
@@ -23,14 +37,10 @@ struct scsi_lun_stats {
 	struct stats_shard *shards;
 };
 
-#define STATS_WORDS (sizeof(struct scsi_stats_counters) / sizeof(uint64_t))
-_Static_assert(sizeof(struct scsi_stats_counters) % sizeof(uint64_t) == 0,
-	       "counters are words");
-
 static unsigned stats_threads;           /* network threads (shards - 1) */
 static __thread int stats_tidx = -1;
 
-static struct scsi_stats_global stats_global;
+static _Atomic uint64_t stats_global[STATS_GLOBAL_WORDS];
 static pthread_mutex_t stats_global_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct scsi_stats_global stats_global_base;
 
@@ -66,7 +76,11 @@ int scsi_stats_lun_init(struct scsi_lun *lun)
 		free(s);
 		return -ENOMEM;
 	}
-	memset(s->shards, 0, bytes);
+	for (unsigned i = 0; i < s->n; i++) {
+		for (size_t k = 0; k < STATS_WORDS; k++)
+			atomic_init(&s->shards[i].c[k], 0);
+		atomic_init(&s->shards[i].held, 0);
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	lun->priv_stats = s;
 	return 0;
@@ -108,22 +122,26 @@ static inline bool stats_writer(struct scsi_lun *lun, struct stats_w *w)
 
 /* Only the owner writes its shard: a relaxed load and store is enough (no
  * locked instruction); the shared shard needs a real atomic add. */
-static inline void cnt_add(const struct stats_w *w, uint64_t *p, uint64_t v)
+static inline void cnt_add(const struct stats_w *w, size_t idx, uint64_t v)
 {
+	_Atomic uint64_t *p = &w->sh->c[idx];
+
 	if (w->shared)
-		__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+		atomic_fetch_add_explicit(p, v, memory_order_relaxed);
 	else
-		__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+		atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + v,
+				      memory_order_relaxed);
 }
 
 static inline void held_add(const struct stats_w *w, int64_t v)
 {
-	int64_t *p = &w->sh->held;
+	_Atomic int64_t *p = &w->sh->held;
 
 	if (w->shared)
-		__atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+		atomic_fetch_add_explicit(p, v, memory_order_release);
 	else
-		__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELEASE);
+		atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + v,
+				      memory_order_release);
 }
 
 /* ---- LUN holds --------------------------------------------------------- */
@@ -169,7 +187,7 @@ bool scsi_stats_lun_busy(struct scsi_lun *lun)
 	if (!s)
 		return false;
 	for (unsigned i = 0; i < s->n; i++)
-		sum += __atomic_load_n(&s->shards[i].held, __ATOMIC_ACQUIRE);
+		sum += atomic_load_explicit(&s->shards[i].held, memory_order_acquire);
 	return sum != 0;
 }
 
@@ -342,7 +360,6 @@ static uint64_t ws_derive(const struct scsi_cmd *cmd)
 
 void scsi_stats_cmd_done(struct scsi_cmd *cmd)
 {
-	struct scsi_stats_counters *c;
 	struct stats_w w;
 	uint8_t op = cmd->cdb[0];
 	uint8_t sa = cmd->cdb[1] & 0x1f;
@@ -352,25 +369,24 @@ void scsi_stats_cmd_done(struct scsi_cmd *cmd)
 	if ((cmd->stats_flags & SCSI_STATS_COUNTED) || !stats_writer(cmd->lun, &w))
 		return;
 	cmd->stats_flags |= SCSI_STATS_COUNTED;
-	c = &w.sh->c;
-	cnt_add(&w, &c->ops[op], 1);
-	cnt_add(&w, &c->status[status_index(cmd->status)], 1);
+	cnt_add(&w, CNT(ops[op]), 1);
+	cnt_add(&w, CNT(status[status_index(cmd->status)]), 1);
 	if (cmd->status == SAM_STAT_CHECK_CONDITION)
-		cnt_add(&w, &c->sense_key[cmd_sense_key(cmd)], 1);
+		cnt_add(&w, CNT(sense_key[cmd_sense_key(cmd)]), 1);
 	else if (cmd->status == SAM_STAT_RESERVATION_CONFLICT)
-		cnt_add(&w, &c->conflicts[op], 1);
+		cnt_add(&w, CNT(conflicts[op]), 1);
 
 	if (op_is_read(op)) {
 		cls = STATS_LAT_READ;
 		if (good) {
-			cnt_add(&w, &c->read_cmds, 1);
-			cnt_add(&w, &c->read_bytes, cmd->data_len);
+			cnt_add(&w, CNT(read_cmds), 1);
+			cnt_add(&w, CNT(read_bytes), cmd->data_len);
 		}
 	} else if (op_is_write(op)) {
 		cls = STATS_LAT_WRITE;
 		if (good) {
-			cnt_add(&w, &c->write_cmds, 1);
-			cnt_add(&w, &c->write_bytes, cmd->xfer_len);
+			cnt_add(&w, CNT(write_cmds), 1);
+			cnt_add(&w, CNT(write_bytes), cmd->xfer_len);
 		}
 	} else if (cmd_is_vaai(cmd)) {
 		cls = STATS_LAT_VAAI;
@@ -379,59 +395,57 @@ void scsi_stats_cmd_done(struct scsi_cmd *cmd)
 		uint64_t now = scsi_stats_now_ns();
 		uint64_t ns = now > cmd->start_ns ? now - cmd->start_ns : 0;
 
-		cnt_add(&w, &c->lat[cls][lat_bucket(ns)], 1);
-		cnt_add(&w, &c->lat_sum_ns[cls], ns);
+		cnt_add(&w, CNT(lat[cls][lat_bucket(ns)]), 1);
+		cnt_add(&w, CNT(lat_sum_ns[cls]), ns);
 	}
 
 	switch (op) {
 	case 0x89:   /* SBC-4 5.3 COMPARE AND WRITE */
-		if (cmd->stats_flags & SCSI_STATS_OWN_ATS)
-			break;
 		if (good)
-			cnt_add(&w, &c->ats_ok, 1);
+			cnt_add(&w, CNT(ats_ok), 1);
 		else if (cmd->status == SAM_STAT_CHECK_CONDITION &&
 			 cmd_sense_key(cmd) == SK_MISCOMPARE)
-			cnt_add(&w, &c->ats_miscompare, 1);
+			cnt_add(&w, CNT(ats_miscompare), 1);
 		break;
 	case 0x83:   /* SPC-4 6.4 EXTENDED COPY */
 		if ((cmd->stats_flags & SCSI_STATS_OWN_XCOPY) || !good || sa > 1)
 			break;
-		cnt_add(&w, &c->xcopy_cmds, 1);
+		cnt_add(&w, CNT(xcopy_cmds), 1);
 		if (sa == 0) {
 			uint64_t segs, bytes;
 
 			xcopy_derive(cmd, &segs, &bytes);
-			cnt_add(&w, &c->xcopy_segments, segs);
-			cnt_add(&w, &c->xcopy_bytes, bytes);
+			cnt_add(&w, CNT(xcopy_segments), segs);
+			cnt_add(&w, CNT(xcopy_bytes), bytes);
 		}
 		break;
 	case 0x41: case 0x93: case 0x7f:   /* SBC-4 5.48-5.50 WRITE SAME */
-		if ((cmd->stats_flags & SCSI_STATS_OWN_WS) || !good || !cmd_is_vaai(cmd))
+		if (!good || !cmd_is_vaai(cmd))
 			break;
-		cnt_add(&w, &c->ws_cmds, 1);
-		cnt_add(&w, &c->ws_blocks, ws_derive(cmd));
+		cnt_add(&w, CNT(ws_cmds), 1);
+		cnt_add(&w, CNT(ws_blocks), ws_derive(cmd));
 		break;
 	case 0x42:   /* SBC-4 5.30 UNMAP */
-		if ((cmd->stats_flags & SCSI_STATS_OWN_UNMAP) || !good)
+		if (!good)
 			break;
-		cnt_add(&w, &c->unmap_cmds, 1);
-		cnt_add(&w, &c->unmap_blocks, unmap_derive(cmd));
+		cnt_add(&w, CNT(unmap_cmds), 1);
+		cnt_add(&w, CNT(unmap_blocks), unmap_derive(cmd));
 		break;
 	case 0x16: case 0x56:   /* SPC-2 7.21 RESERVE(6/10) */
 		if (good)
-			cnt_add(&w, &c->reserve, 1);
+			cnt_add(&w, CNT(reserve), 1);
 		break;
 	case 0x17: case 0x57:   /* SPC-2 7.19 RELEASE(6/10) */
 		if (good)
-			cnt_add(&w, &c->release, 1);
+			cnt_add(&w, CNT(release), 1);
 		break;
 	case 0x5e:   /* SPC-4 6.15 PERSISTENT RESERVE IN */
-		if (good && !(cmd->stats_flags & SCSI_STATS_OWN_PR))
-			cnt_add(&w, &c->pr_in[sa], 1);
+		if (good)
+			cnt_add(&w, CNT(pr_in[sa]), 1);
 		break;
 	case 0x5f:   /* SPC-4 6.16 PERSISTENT RESERVE OUT */
-		if (good && !(cmd->stats_flags & SCSI_STATS_OWN_PR))
-			cnt_add(&w, &c->pr_out[sa], 1);
+		if (good)
+			cnt_add(&w, CNT(pr_out[sa]), 1);
 		break;
 	default:
 		break;
@@ -439,15 +453,6 @@ void scsi_stats_cmd_done(struct scsi_cmd *cmd)
 }
 
 /* ---- explicit reports --------------------------------------------------- */
-
-void scsi_stats_vaai_ats(struct scsi_cmd *cmd, bool miscompare)
-{
-	struct stats_w w;
-
-	cmd->stats_flags |= SCSI_STATS_OWN_ATS;
-	if (stats_writer(cmd->lun, &w))
-		cnt_add(&w, miscompare ? &w.sh->c.ats_miscompare : &w.sh->c.ats_ok, 1);
-}
 
 void scsi_stats_xcopy(struct scsi_cmd *cmd, unsigned segments, uint64_t bytes)
 {
@@ -457,10 +462,10 @@ void scsi_stats_xcopy(struct scsi_cmd *cmd, unsigned segments, uint64_t bytes)
 		return;
 	if (!(cmd->stats_flags & SCSI_STATS_OWN_XCOPY)) {
 		cmd->stats_flags |= SCSI_STATS_OWN_XCOPY;
-		cnt_add(&w, &w.sh->c.xcopy_cmds, 1);
+		cnt_add(&w, CNT(xcopy_cmds), 1);
 	}
-	cnt_add(&w, &w.sh->c.xcopy_segments, segments);
-	cnt_add(&w, &w.sh->c.xcopy_bytes, bytes);
+	cnt_add(&w, CNT(xcopy_segments), segments);
+	cnt_add(&w, CNT(xcopy_bytes), bytes);
 }
 
 void scsi_stats_xcopy_reflink(struct scsi_cmd *cmd, uint64_t blocks)
@@ -468,52 +473,19 @@ void scsi_stats_xcopy_reflink(struct scsi_cmd *cmd, uint64_t blocks)
 	struct stats_w w;
 
 	if (stats_writer(cmd->lun, &w))
-		cnt_add(&w, &w.sh->c.xcopy_reflink_blocks, blocks);
-}
-
-void scsi_stats_write_same(struct scsi_cmd *cmd, uint64_t blocks)
-{
-	struct stats_w w;
-
-	if (!stats_writer(cmd->lun, &w))
-		return;
-	if (!(cmd->stats_flags & SCSI_STATS_OWN_WS)) {
-		cmd->stats_flags |= SCSI_STATS_OWN_WS;
-		cnt_add(&w, &w.sh->c.ws_cmds, 1);
-	}
-	cnt_add(&w, &w.sh->c.ws_blocks, blocks);
-}
-
-void scsi_stats_unmap(struct scsi_cmd *cmd, uint64_t blocks)
-{
-	struct stats_w w;
-
-	if (!stats_writer(cmd->lun, &w))
-		return;
-	if (!(cmd->stats_flags & SCSI_STATS_OWN_UNMAP)) {
-		cmd->stats_flags |= SCSI_STATS_OWN_UNMAP;
-		cnt_add(&w, &w.sh->c.unmap_cmds, 1);
-	}
-	cnt_add(&w, &w.sh->c.unmap_blocks, blocks);
-}
-
-void scsi_stats_pr_op(struct scsi_cmd *cmd, bool out, uint8_t sa)
-{
-	struct stats_w w;
-
-	cmd->stats_flags |= SCSI_STATS_OWN_PR;
-	if (stats_writer(cmd->lun, &w))
-		cnt_add(&w, out ? &w.sh->c.pr_out[sa & 0x1f] : &w.sh->c.pr_in[sa & 0x1f], 1);
+		cnt_add(&w, CNT(xcopy_reflink_blocks), blocks);
 }
 
 void scsi_stats_tmf(struct scsi_lun *lun, uint8_t function, uint8_t response)
 {
 	struct stats_w w;
 
-	__atomic_fetch_add(&stats_global.tmf[function & 0x0f], 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&stats_global.tmf_rsp[response], 1, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&stats_global[CNT_GLOBAL(tmf[function & 0x0f])], 1,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&stats_global[CNT_GLOBAL(tmf_rsp[response])], 1,
+				  memory_order_relaxed);
 	if (stats_writer(lun, &w))
-		cnt_add(&w, &w.sh->c.tmf[function & 0x0f], 1);
+		cnt_add(&w, CNT(tmf[function & 0x0f]), 1);
 }
 
 void scsi_stats_aborted(struct scsi_cmd *cmd)
@@ -521,7 +493,7 @@ void scsi_stats_aborted(struct scsi_cmd *cmd)
 	struct stats_w w;
 
 	if (stats_writer(cmd->lun, &w))
-		cnt_add(&w, &w.sh->c.aborts, 1);
+		cnt_add(&w, CNT(aborts), 1);
 }
 
 void scsi_stats_ua(struct scsi_lun *lun)
@@ -529,7 +501,7 @@ void scsi_stats_ua(struct scsi_lun *lun)
 	struct stats_w w;
 
 	if (stats_writer(lun, &w))
-		cnt_add(&w, &w.sh->c.ua, 1);
+		cnt_add(&w, CNT(ua), 1);
 }
 
 /* ---- readers ------------------------------------------------------------ */
@@ -538,10 +510,10 @@ static void stats_sum(const struct scsi_lun_stats *s, uint64_t *out)
 {
 	memset(out, 0, sizeof(struct scsi_stats_counters));
 	for (unsigned i = 0; i < s->n; i++) {
-		const uint64_t *src = (const uint64_t *)&s->shards[i].c;
+		const _Atomic uint64_t *src = s->shards[i].c;
 
 		for (size_t k = 0; k < STATS_WORDS; k++)
-			out[k] += __atomic_load_n(&src[k], __ATOMIC_RELAXED);
+			out[k] += atomic_load_explicit(&src[k], memory_order_relaxed);
 	}
 }
 
@@ -576,13 +548,12 @@ void scsi_stats_reset(struct scsi_lun *lun)
 
 void scsi_stats_global_snapshot(struct scsi_stats_global *out)
 {
-	const uint64_t *src = (const uint64_t *)&stats_global;
 	const uint64_t *b = (const uint64_t *)&stats_global_base;
 	uint64_t *o = (uint64_t *)out;
 
 	pthread_mutex_lock(&stats_global_lock);
-	for (size_t k = 0; k < sizeof(*out) / sizeof(uint64_t); k++) {
-		uint64_t v = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
+	for (size_t k = 0; k < STATS_GLOBAL_WORDS; k++) {
+		uint64_t v = atomic_load_explicit(&stats_global[k], memory_order_relaxed);
 
 		o[k] = v >= b[k] ? v - b[k] : 0;
 	}
@@ -591,12 +562,11 @@ void scsi_stats_global_snapshot(struct scsi_stats_global *out)
 
 void scsi_stats_global_reset(void)
 {
-	const uint64_t *src = (const uint64_t *)&stats_global;
 	uint64_t *b = (uint64_t *)&stats_global_base;
 
 	pthread_mutex_lock(&stats_global_lock);
-	for (size_t k = 0; k < sizeof(stats_global) / sizeof(uint64_t); k++)
-		b[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
+	for (size_t k = 0; k < STATS_GLOBAL_WORDS; k++)
+		b[k] = atomic_load_explicit(&stats_global[k], memory_order_relaxed);
 	pthread_mutex_unlock(&stats_global_lock);
 }
 

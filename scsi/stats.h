@@ -25,11 +25,11 @@
  *     SAME commands and blocks, UNMAP commands and blocks from its
  *     parameter list, RESERVATION CONFLICT by opcode, RESERVE/RELEASE and
  *     persistent reservation operations by service action.
- *   - The explicit calls below let a handler report what only it knows
- *     (a partial XCOPY, blocks shared by reflink). A handler that calls
- *     one of them for a command takes over that counter for that command:
- *     the derivation is skipped for it (cmd->stats_flags), so nothing is
- *     counted twice.
+ *   - The explicit calls below let a handler report what only it knows:
+ *     what a (possibly partial) EXTENDED COPY really copied, which takes
+ *     the XCOPY counters over for that command (the derivation is skipped,
+ *     cmd->stats_flags, so nothing is counted twice), and the blocks a
+ *     copy shared by reflink.
  *   - Task management, aborts and unit attentions: scsi_stats_tmf(),
  *     scsi_stats_aborted(), and scsi_ua_take() (scsi/scsi.c).
  *
@@ -80,11 +80,7 @@ enum scsi_stats_status {
 
 /* cmd->stats_flags */
 #define SCSI_STATS_HELD     0x01  /* the command holds its LUN */
-#define SCSI_STATS_OWN_ATS  0x02  /* the handler reported COMPARE AND WRITE */
-#define SCSI_STATS_OWN_XCOPY 0x04
-#define SCSI_STATS_OWN_WS   0x08
-#define SCSI_STATS_OWN_UNMAP 0x10
-#define SCSI_STATS_OWN_PR   0x20
+#define SCSI_STATS_OWN_XCOPY 0x04 /* the handler reported EXTENDED COPY */
 #define SCSI_STATS_COUNTED  0x40  /* scsi_stats_cmd_done() ran */
 
 /* Every counter of one LUN. All fields are uint64_t (the code treats the
@@ -137,22 +133,15 @@ void scsi_stats_lun_put(struct scsi_lun *lun);
 bool scsi_stats_lun_busy(struct scsi_lun *lun);
 
 /*
- * Explicit reports from handlers (any of them, on the command's thread,
- * before the command completes). Each takes the counter over for cmd.
+ * Explicit reports from handlers (on the command's thread, before the
+ * command completes).
  */
-/* SBC-4 5.3 COMPARE AND WRITE: one success or one miscompare. */
-void scsi_stats_vaai_ats(struct scsi_cmd *cmd, bool miscompare);
 /* SPC-4 6.4 EXTENDED COPY: segments processed and bytes copied (may be
- * called several times for one command; the command is counted once). */
+ * called several times for one command; the command is counted once).
+ * Takes the XCOPY counters over for cmd. */
 void scsi_stats_xcopy(struct scsi_cmd *cmd, unsigned segments, uint64_t bytes);
 /* Blocks an EXTENDED COPY shared (reflink) instead of copying. */
 void scsi_stats_xcopy_reflink(struct scsi_cmd *cmd, uint64_t blocks);
-/* SBC-4 5.48/5.49 WRITE SAME: blocks written (or deallocated). */
-void scsi_stats_write_same(struct scsi_cmd *cmd, uint64_t blocks);
-/* SBC-4 5.30 UNMAP: blocks deallocated. */
-void scsi_stats_unmap(struct scsi_cmd *cmd, uint64_t blocks);
-/* SPC-4 6.15/6.16 PERSISTENT RESERVE IN/OUT: one operation (sa). */
-void scsi_stats_pr_op(struct scsi_cmd *cmd, bool out, uint8_t sa);
 
 /* Task management (targetd/tmf.c): function code and response; lun may be
  * NULL (target-wide functions, unknown LUN). */

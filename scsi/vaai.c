@@ -1,12 +1,12 @@
 /*
  * VAAI block primitives: COMPARE AND WRITE (ATS), WRITE SAME(10/16), UNMAP,
- * GET LBA STATUS; the per-LUN VAAI state and the range lock as commands
- * use it; the VAAI fields of VPD B0/B2.
+ * GET LBA STATUS; the VAAI fields of VPD B0/B2.
  *
  * DESIGN (threads and async): a command runs on its network thread only;
- * every backstore request is submitted on cmd->eng and completes there.
- * Atomicity comes from the LUN's LBA range lock (scsi/rangelock.c), taken
- * before the first request and released by scsi_cmd_done():
+ * every backstore request is submitted on cmd->eng (scsi_submit()) and
+ * completes there. Atomicity comes from the LUN's LBA range lock
+ * (scsi/rangelock.c, scsi_rl_lock()), taken before the first request and
+ * released when the command ends:
  *  - COMPARE AND WRITE: RL_EXCL on its LBAs -> READ into scratch space
  *    after the data-out (cmd->buf_extra: no allocation when the pooled
  *    buffer has room) -> compare -> WRITE (FUA honoured) -> unlock. An
@@ -33,142 +33,25 @@
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
-#include <linux/fs.h>
 #include "scsi/vaai.h"
 #include "scsi/pr.h"
 #include "backstore/io_engine.h"
-
-/* xcopy.c */
-int xcopy_lun_init(struct vaai_lun *v);
-void xcopy_lun_fini(struct vaai_lun *v);
-
-/* log2(physical block / logical block); 0 when not larger. */
-static uint8_t vaai_phys_exp(const struct scsi_lun *lun)
-{
-	unsigned phys = 4096;          /* a page: memory LUNs, and the default */
-	struct backstore *bs = lun->bs;
-	struct stat st;
-	uint8_t e = 0;
-
-	if (bs && bs->fd >= 0) {
-		if (bs->is_blockdev) {
-			unsigned pb = 0;
-
-			if (ioctl(bs->fd, BLKPBSZGET, &pb) == 0 && pb)
-				phys = pb;
-		} else if (fstat(bs->fd, &st) == 0 && st.st_blksize > 0) {
-			phys = (unsigned)st.st_blksize;
-		}
-	}
-	if (phys & (phys - 1) || phys > (1u << 20))
-		return 0;
-	while ((lun->block_size << e) < phys && e < 15)
-		e++;
-	return e;
-}
-
-int vaai_lun_init(struct scsi_lun *lun)
-{
-	struct vaai_lun *v = calloc(1, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	v->lbppb_exp = vaai_phys_exp(lun);
-	rangelock_init(&v->rl);
-	if (xcopy_lun_init(v) < 0) {
-		rangelock_destroy(&v->rl);
-		free(v);
-		return -ENOMEM;
-	}
-	lun->priv_vaai = v;
-	/* SPC-4 6.6.2: 3PC, EXTENDED COPY is offered on every LUN */
-	atomic_store(&lun->tpc, true);
-	return 0;
-}
-
-void vaai_lun_fini(struct scsi_lun *lun)
-{
-	struct vaai_lun *v = lun->priv_vaai;
-
-	if (!v)
-		return;
-	xcopy_lun_fini(v);
-	rangelock_destroy(&v->rl);
-	free(v);
-	lun->priv_vaai = NULL;
-}
 
 bool vaai_lbp(const struct scsi_lun *lun)
 {
 	return lun->thin && lun->bs && lun->bs->thin;
 }
 
-/* --- the range lock for commands --- */
-
-typedef enum sense_reason (*vaai_cont_fn)(struct scsi_cmd *cmd);
-
-static void scsi_rl_granted(struct bs_io *io)
-{
-	struct scsi_cmd *cmd = io->priv;
-	vaai_cont_fn cont = (vaai_cont_fn)cmd->rl.user_fn;
-	enum sense_reason r;
-
-	/* SAM-5 7.2: an aborted command that has not started does nothing */
-	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire))
-		r = SR_TASK_ABORTED;
-	else
-		r = cont(cmd);
-	if (r != SR_PENDING)
-		scsi_cmd_done(cmd, r);
-}
-
-enum sense_reason scsi_rl_lock(struct scsi_cmd *cmd, struct scsi_lun *lun, uint64_t lba,
-			       uint64_t n, enum rangelock_mode mode,
-			       enum sense_reason (*cont)(struct scsi_cmd *cmd))
-{
-	struct bs_io *io = &cmd->io;
-
-	memset(io, 0, sizeof(*io));
-	io->done = scsi_rl_granted;
-	io->priv = cmd;
-	cmd->rl.user_fn = (void (*)(void))cont;
-	if (rangelock_acquire(vaai_rangelock(lun), &cmd->rl, lba, n, mode, cmd->eng, io))
-		return cont(cmd);
-	return SR_PENDING;
-}
-
 /* --- helpers --- */
 
+/* One request of len bytes at offset (bytes) on the command's LUN. */
 static void vaai_submit(struct scsi_cmd *cmd, enum bs_op op, uint64_t offset, uint64_t len,
 			void *buf, unsigned flags, void (*done)(struct bs_io *io))
 {
-	struct bs_io *io = &cmd->io;
-
-	memset(io, 0, sizeof(*io));
-	io->bs = cmd->lun->bs;
-	io->op = op;
-	io->flags = flags;
-	io->offset = offset;
-	io->len = len;
-	if (buf) {
-		io->iov1.iov_base = buf;
-		io->iov1.iov_len = (size_t)len;
-		io->iov = &io->iov1;
-		io->iovcnt = 1;
-	}
-	io->done = done;
-	io->priv = cmd;
-	backstore_submit(cmd->eng, io);
-}
-
-static unsigned vaai_write_flags(const struct scsi_cmd *cmd)
-{
-	if (cmd->fua || !atomic_load_explicit(&cmd->lun->wce, memory_order_relaxed))
-		return BS_IO_FUA;
-	return 0;
+	scsi_submit(cmd, &(struct scsi_io){
+		.op = op, .flags = flags, .offset = offset, .len = len, .buf = buf, .done = done,
+	});
 }
 
 static bool vaai_all_zero(const uint8_t *p, size_t len)
@@ -186,20 +69,6 @@ static bool vaai_all_zero(const uint8_t *p, size_t len)
 	return true;
 }
 
-/* Scratch space after the data-out, or an aligned allocation (hpriv). */
-static void *vaai_scratch(struct scsi_cmd *cmd, size_t len)
-{
-	void *p = NULL;
-
-	if ((uint64_t)cmd->buf_cap >= (uint64_t)cmd->xfer_len + len)
-		return cmd->buf + cmd->xfer_len;
-	scsi_hpriv_free(cmd);
-	if (posix_memalign(&p, 4096, len ? len : 1) != 0)
-		return NULL;
-	cmd->hpriv = p;
-	return p;
-}
-
 static enum sense_reason vaai_exec_nothing(struct scsi_cmd *cmd)
 {
 	(void)cmd;
@@ -211,10 +80,7 @@ static enum sense_reason vaai_exec_nothing(struct scsi_cmd *cmd)
 static void caw_write_done(struct bs_io *io)
 {
 	struct scsi_cmd *cmd = io->priv;
-	enum sense_reason r = io->result < 0 ? scsi_bs_error(io->result, true) : SR_OK;
-
-	scsi_hpriv_free(cmd);
-	scsi_cmd_done(cmd, r);
+	scsi_cmd_done(cmd, io->result < 0 ? scsi_bs_error(io->result, true) : SR_OK);
 }
 
 static void caw_read_done(struct bs_io *io)
@@ -225,13 +91,11 @@ static void caw_read_done(struct bs_io *io)
 	uint64_t i;
 
 	if (io->result < 0) {
-		scsi_hpriv_free(cmd);
 		scsi_cmd_done(cmd, scsi_bs_error(io->result, false));
 		return;
 	}
 	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire)) {
 		/* aborted before the write: nothing is written */
-		scsi_hpriv_free(cmd);
 		scsi_cmd_done(cmd, SR_TASK_ABORTED);
 		return;
 	}
@@ -242,12 +106,11 @@ static void caw_read_done(struct bs_io *io)
 		 * offset in the Data-Out Buffer of the first byte that differs */
 		cmd->info_valid = true;
 		cmd->info = i;
-		scsi_hpriv_free(cmd);
 		scsi_cmd_done(cmd, SR_MISCOMPARE_VERIFY);
 		return;
 	}
 	vaai_submit(cmd, BS_OP_WRITE, cmd->lba << cmd->lun->block_shift, len, cmd->buf + len,
-		    vaai_write_flags(cmd), caw_write_done);
+		    scsi_write_flags(cmd), caw_write_done);
 }
 
 static enum sense_reason caw_locked(struct scsi_cmd *cmd)
@@ -262,7 +125,7 @@ static enum sense_reason caw_locked(struct scsi_cmd *cmd)
 	r = pr_check(cmd);
 	if (r)
 		return r;
-	scratch = vaai_scratch(cmd, (size_t)len);
+	scratch = scsi_scratch(cmd, (size_t)len);
 	if (!scratch)
 		return SR_INTERNAL_ERROR;
 	vaai_submit(cmd, BS_OP_READ, cmd->lba << cmd->lun->block_shift, len, scratch, 0,
@@ -304,8 +167,7 @@ enum sense_reason vaai_parse_caw(struct scsi_cmd *cmd)
 		return scsi_invalid_cdb(cmd, 13, -1);
 	cmd->lba = lba;
 	cmd->nblocks = n;
-	cmd->dpo = cdb[1] & 0x10;     /* no cache of our own to bypass */
-	cmd->fua = cdb[1] & 0x08;
+	cmd->fua = cdb[1] & 0x08;     /* DPO: no cache of our own to bypass */
 	scsi_set_dataout(cmd, xfer);
 	cmd->buf_extra = n << lun->block_shift;
 	cmd->execute = vaai_exec_caw;
@@ -353,8 +215,8 @@ static void ws_pattern_next(struct bs_io *io)
 		scsi_cmd_done(cmd, scsi_bs_error(io->result, true));
 		return;
 	}
-	cmd->progress += io->len;
-	off = (cmd->lba << lun->block_shift) + cmd->progress;
+	cmd->ws.done += io->len;
+	off = (cmd->lba << lun->block_shift) + cmd->ws.done;
 	if (off >= end) {
 		scsi_cmd_done(cmd, SR_OK);
 		return;
@@ -365,30 +227,22 @@ static void ws_pattern_next(struct bs_io *io)
 	}
 	len = MIN(end - off, (uint64_t)WS_IOV << lun->block_shift);
 	cnt = (unsigned)(len >> lun->block_shift);
-	memset(io, 0, sizeof(*io));
-	io->bs = lun->bs;
-	io->op = BS_OP_WRITE;
-	io->flags = vaai_write_flags(cmd);
-	io->offset = off;
-	io->len = len;
-	io->iov = iov;
-	io->iovcnt = (int)cnt;
-	io->done = ws_pattern_next;
-	io->priv = cmd;
-	backstore_submit(cmd->eng, io);
+	scsi_submit(cmd, &(struct scsi_io){
+		.op = BS_OP_WRITE, .flags = scsi_write_flags(cmd), .offset = off, .len = len,
+		.iov = iov, .iovcnt = (int)cnt, .done = ws_pattern_next,
+	});
 }
 
 static enum sense_reason ws_locked(struct scsi_cmd *cmd)
 {
 	struct scsi_lun *lun = cmd->lun;
 	bool ndob = cmd->xfer_len == 0;
-	bool unmap = cmd->bytchk;        /* parse keeps the UNMAP bit in bytchk */
 	uint64_t off = cmd->lba << lun->block_shift;
 	uint64_t len = (uint64_t)cmd->nblocks << lun->block_shift;
 	struct iovec *iov;
 	unsigned i, cnt;
 
-	if (unmap) {
+	if (cmd->ws.unmap) {
 		/* SBC-4 5.48/5.49, 4.7.3.4: UNMAP=1 (parse allowed it only with
 		 * LBPWS) asks for the LBAs to be deallocated; they then read back
 		 * zeroes (LBPRZ), whatever the data-out block held. */
@@ -409,7 +263,7 @@ static enum sense_reason ws_locked(struct scsi_cmd *cmd)
 		iov[i].iov_base = cmd->buf;
 		iov[i].iov_len = lun->block_size;
 	}
-	cmd->progress = 0;
+	cmd->ws.done = 0;
 	cmd->io.result = 0;
 	cmd->io.len = 0;
 	cmd->io.priv = cmd;
@@ -452,7 +306,7 @@ enum sense_reason vaai_parse_write_same(struct scsi_cmd *cmd)
 		return scsi_invalid_cdb(cmd, 1, -1);   /* one block of data-out, exactly */
 	cmd->lba = lba;
 	cmd->nblocks = (uint32_t)n;
-	cmd->bytchk = unmap;
+	cmd->ws.unmap = unmap;
 	if (ndob) {
 		scsi_set_dataout(cmd, 0);
 	} else {
@@ -478,7 +332,7 @@ static void unmap_done(struct bs_io *io)
 		scsi_cmd_done(cmd, scsi_bs_error(io->result, true));
 		return;
 	}
-	cmd->progress++;
+	cmd->unmap.next++;
 	r = unmap_next(cmd);
 	if (r != SR_PENDING)
 		scsi_cmd_done(cmd, r);
@@ -486,7 +340,7 @@ static void unmap_done(struct bs_io *io)
 
 static enum sense_reason unmap_locked(struct scsi_cmd *cmd)
 {
-	const uint8_t *d = cmd->buf + 8 + 16 * cmd->progress;
+	const uint8_t *d = cmd->buf + 8 + 16 * cmd->unmap.next;
 	struct scsi_lun *lun = cmd->lun;
 
 	vaai_submit(cmd, BS_OP_DISCARD, get_be64(d) << lun->block_shift,
@@ -494,13 +348,11 @@ static enum sense_reason unmap_locked(struct scsi_cmd *cmd)
 	return SR_PENDING;
 }
 
-/* Deallocate descriptor cmd->progress and the ones after it. */
+/* Deallocate descriptor cmd->unmap.next and the ones after it. */
 static enum sense_reason unmap_next(struct scsi_cmd *cmd)
 {
-	unsigned ndesc = cmd->nblocks;
-
-	while (cmd->progress < ndesc) {
-		const uint8_t *d = cmd->buf + 8 + 16 * cmd->progress;
+	while (cmd->unmap.next < cmd->unmap.ndesc) {
+		const uint8_t *d = cmd->buf + 8 + 16 * cmd->unmap.next;
 		uint32_t cnt = get_be32(d + 8);
 
 		if (cnt) {
@@ -508,7 +360,7 @@ static enum sense_reason unmap_next(struct scsi_cmd *cmd)
 				return SR_TASK_ABORTED;
 			return scsi_rl_lock(cmd, cmd->lun, get_be64(d), cnt, RL_SHARED, unmap_locked);
 		}
-		cmd->progress++;
+		cmd->unmap.next++;
 	}
 	return SR_OK;
 }
@@ -548,8 +400,8 @@ static enum sense_reason vaai_exec_unmap(struct scsi_cmd *cmd)
 	}
 	if (total > vaai_unmap_max_blocks(cmd->lun))
 		return scsi_invalid_param(cmd, 8, -1);
-	cmd->nblocks = ndesc;
-	cmd->progress = 0;
+	cmd->unmap.ndesc = ndesc;
+	cmd->unmap.next = 0;
 	return unmap_next(cmd);
 }
 
@@ -591,12 +443,8 @@ static enum sense_reason vaai_exec_get_lba_status(struct scsi_cmd *cmd)
 		uint64_t run = maxb << shift;
 		uint8_t *e = d + 8 + 16 * n;
 
-		if (bs && bs->ops->lba_status) {
-			int r = bs->ops->lba_status(bs, lba << shift, maxb << shift, &mapped, &run);
-
-			if (r < 0)
-				return SR_READ_ERROR;
-		}
+		if (bs && backstore_lba_status(bs, lba << shift, maxb << shift, &mapped, &run) < 0)
+			return SR_READ_ERROR;
 		if (mapped) {
 			run_blocks = (run + (1u << shift) - 1) >> shift;
 		} else {
@@ -637,7 +485,7 @@ enum sense_reason vaai_parse_get_lba_status(struct scsi_cmd *cmd)
 /* SBC-4 6.6.4 Block Limits: the VAAI fields. */
 void vaai_vpd_block_limits(const struct scsi_lun *lun, uint8_t *d)
 {
-	uint32_t gran = 1u << vaai_lbppb_exp(lun);     /* one physical block */
+	uint32_t gran = 1u << lun->lbppb_exp;          /* one physical block */
 
 	d[5] = VAAI_CAW_MAX_BLOCKS;                    /* MAXIMUM COMPARE AND WRITE LENGTH */
 	if (vaai_lbp(lun)) {

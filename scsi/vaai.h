@@ -1,6 +1,5 @@
 /*
- * The VAAI primitives (scsi/vaai.c, scsi/xcopy.c) and the LBA range lock
- * as commands use it. Internal to scsi/.
+ * The VAAI primitives (scsi/vaai.c, scsi/xcopy.c). Internal to scsi/.
  *
  * Every limit below is both advertised (VPD B0, B2, 8F, RECEIVE COPY
  * RESULTS) and enforced by the handlers.
@@ -44,52 +43,9 @@ static inline uint32_t vaai_unmap_max_blocks(const struct scsi_lun *lun)
 #define XCOPY_HELD_RESULTS 32u          /* RECEIVE COPY RESULTS memory per LUN */
 #define XCOPY_MAX_CONCURRENT 255u
 
-/* Per-LUN VAAI state, at lun->priv_vaai. */
-struct xcopy_held;
-struct vaai_lun {
-	struct rangelock rl;
-	pthread_mutex_t xc_lock;              /* held results, not the data path */
-	struct xcopy_held *held;              /* XCOPY_HELD_RESULTS entries */
-	unsigned held_next;
-	_Atomic unsigned xc_active;           /* EXTENDED COPY commands running */
-	uint8_t lbppb_exp;                    /* logical blocks per physical block, log2 */
-};
-
-int vaai_lun_init(struct scsi_lun *lun);
-void vaai_lun_fini(struct scsi_lun *lun);
-
-static inline struct rangelock *vaai_rangelock(struct scsi_lun *lun)
-{
-	return &((struct vaai_lun *)lun->priv_vaai)->rl;
-}
-
-/*
- * The range lock for commands. scsi_rl_lock() locks [lba, lba + n) of lun
- * (the command's LUN or, for EXTENDED COPY, another one) in cmd->rl and
- * then calls cont(cmd): at once when the range is free (its result is
- * returned), else later on the command's thread (cmd->io carries the
- * wake-up; a result other than SR_PENDING then completes the command). A
- * command aborted while it waited is completed with TASK ABORTED without
- * running cont. scsi_rl_unlock() is a no-op when nothing is held;
- * scsi_cmd_done() calls it.
- */
-enum sense_reason scsi_rl_lock(struct scsi_cmd *cmd, struct scsi_lun *lun, uint64_t lba,
-			       uint64_t n, enum rangelock_mode mode,
-			       enum sense_reason (*cont)(struct scsi_cmd *cmd));
-static inline void scsi_rl_unlock(struct scsi_cmd *cmd)
-{
-	if (cmd->rl.state == RL_HELD)
-		rangelock_release(&cmd->rl);
-}
-
-/* READ CAPACITY(16) LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT: the
- * backstore's unit of allocation and caching (the filesystem block of a
- * file, the page of a memory LUN, the physical block of a device) over the
- * logical block size. */
-static inline uint8_t vaai_lbppb_exp(const struct scsi_lun *lun)
-{
-	return ((const struct vaai_lun *)lun->priv_vaai)->lbppb_exp;
-}
+/* The EXTENDED COPY state of a LUN (held results), at lun->priv_xcopy. */
+int xcopy_lun_init(struct scsi_lun *lun);
+void xcopy_lun_fini(struct scsi_lun *lun);
 
 /* Logical block provisioning is offered (thin LUN with a backstore that
  * deallocates): LBPME, LBPU, LBPWS, LBPWS10, UNMAP. */

@@ -6,8 +6,9 @@
  *  - An EXTENDED COPY runs on its network thread. Its parameter list is
  *    validated whole (header, lengths, every CSCD and segment descriptor,
  *    every LBA range) before one byte moves. The state of the copy lives
- *    in one allocation per command (cmd->hpriv): XCOPY is not a per-block
- *    command.
+ *    in one allocation per command (cmd->xcopy), and every end of the
+ *    command goes through xcopy_end() (cmd->on_end): XCOPY is not a
+ *    per-block command.
  *  - CSCD descriptors (0xE4 identification) are matched against the NAA
  *    designators (VPD 0x83) of the LUNs of the target the command's I_T
  *    nexus is logged in to, and nothing else: a LUN of another target can
@@ -15,15 +16,16 @@
  *    TARGET DEVICE NOT REACHABLE. So does a source or destination that
  *    this nexus could not READ or WRITE because of a reservation.
  *  - Data never crosses the network nor this thread: each segment is copied
- *    by backstore COPY requests (copy_file_range, so reflinks on XFS/btrfs,
- *    else a bounce buffer on a worker) of at most XCOPY_CHUNK bytes, one
+ *    by backstore COPY requests (a reflink, FICLONERANGE, where the file
+ *    system shares blocks (XFS, btrfs), else a bounce buffer on a worker;
+ *    reflinked blocks are counted) of at most XCOPY_CHUNK bytes, one
  *    after another, each holding the destination range's RL_SHARED lock,
  *    so a 1 GiB clone neither starves other commands of the worker pool
  *    nor holds off a COMPARE AND WRITE for long. An abort is honoured
  *    between chunks.
  *  - Results for RECEIVE COPY RESULTS are kept per LUN, keyed by I_T nexus
  *    and list identifier, in a small table (XCOPY_HELD_RESULTS entries,
- *    oldest finished one reused) under vaai_lun.xc_lock: touched twice per
+ *    oldest finished one reused) under xcopy_lun.xc_lock: touched twice per
  *    EXTENDED COPY and once per RECEIVE COPY RESULTS, never per block.
  */
 #include "config.h"
@@ -69,33 +71,51 @@ struct xcopy_job {
 	struct xcopy_seg seg[XCOPY_MAX_SEGMENT_DESC];
 };
 
+/* The copy manager of one LUN: results held for RECEIVE COPY RESULTS. */
+struct xcopy_lun {
+	pthread_mutex_t xc_lock;              /* held results, not the data path */
+	struct xcopy_held *held;              /* XCOPY_HELD_RESULTS entries */
+	_Atomic unsigned xc_active;           /* EXTENDED COPY commands running */
+};
+
 static _Atomic uint64_t xcopy_seq;
 
-int xcopy_lun_init(struct vaai_lun *v)
+int xcopy_lun_init(struct scsi_lun *lun)
 {
-	v->held = calloc(XCOPY_HELD_RESULTS, sizeof(*v->held));
-	if (!v->held)
+	struct xcopy_lun *v = calloc(1, sizeof(*v));
+
+	if (!v)
 		return -ENOMEM;
+	v->held = calloc(XCOPY_HELD_RESULTS, sizeof(*v->held));
+	if (!v->held) {
+		free(v);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&v->xc_lock, NULL);
-	v->held_next = 0;
 	atomic_init(&v->xc_active, 0);
+	lun->priv_xcopy = v;
 	return 0;
 }
 
-void xcopy_lun_fini(struct vaai_lun *v)
+void xcopy_lun_fini(struct scsi_lun *lun)
 {
+	struct xcopy_lun *v = lun->priv_xcopy;
+
+	if (!v)
+		return;
 	pthread_mutex_destroy(&v->xc_lock);
 	free(v->held);
-	v->held = NULL;
+	free(v);
+	lun->priv_xcopy = NULL;
 }
 
-static struct vaai_lun *xcopy_vaai(struct scsi_cmd *cmd)
+static struct xcopy_lun *xcopy_state(struct scsi_cmd *cmd)
 {
-	return cmd->lun->priv_vaai;
+	return cmd->lun->priv_xcopy;
 }
 
 /* Entry of (nexus, list id), or NULL. xc_lock held. */
-static struct xcopy_held *xcopy_find_locked(struct vaai_lun *v, uint64_t nexus, uint8_t id)
+static struct xcopy_held *xcopy_find_locked(struct xcopy_lun *v, uint64_t nexus, uint8_t id)
 {
 	unsigned i;
 
@@ -114,7 +134,7 @@ static struct xcopy_held *xcopy_find_locked(struct vaai_lun *v, uint64_t nexus, 
  */
 static enum sense_reason xcopy_claim(struct scsi_cmd *cmd, struct xcopy_job *job, uint8_t id)
 {
-	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_lun *v = xcopy_state(cmd);
 	struct xcopy_held *e, *best = NULL;
 	unsigned i;
 
@@ -157,7 +177,7 @@ static enum sense_reason xcopy_claim(struct scsi_cmd *cmd, struct xcopy_job *job
 /* Record the outcome in the held entry (after the result is set). */
 static void xcopy_settle(struct scsi_cmd *cmd, struct xcopy_job *job, bool hold)
 {
-	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_lun *v = xcopy_state(cmd);
 	struct xcopy_held *e = job->held;
 
 	if (!e)
@@ -181,7 +201,7 @@ static void xcopy_settle(struct scsi_cmd *cmd, struct xcopy_job *job, bool hold)
 /* Progress for COPY STATUS while the copy runs. */
 static void xcopy_progress(struct scsi_cmd *cmd, struct xcopy_job *job)
 {
-	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_lun *v = xcopy_state(cmd);
 	struct xcopy_held *e = job->held;
 
 	if (!e)
@@ -196,10 +216,12 @@ static void xcopy_progress(struct scsi_cmd *cmd, struct xcopy_job *job)
 
 /* --- EXTENDED COPY (LID1) (SPC-4 6.4) --- */
 
-/* The end of every EXTENDED COPY that got a job: result (already set)
- * held for RECEIVE COPY RESULTS, statistics, the other LUNs let go. */
-static void xcopy_end(struct scsi_cmd *cmd, struct xcopy_job *job)
+/* The end of every EXTENDED COPY that got a job (cmd->on_end, result
+ * set): result held for RECEIVE COPY RESULTS, statistics, the other LUNs
+ * let go. */
+static void xcopy_end(struct scsi_cmd *cmd)
 {
+	struct xcopy_job *job = cmd->xcopy;
 	bool hold = ((cmd->buf[1] >> 3) & 3) == 0;   /* LIST ID USAGE 00b */
 	unsigned i;
 
@@ -209,18 +231,9 @@ static void xcopy_end(struct scsi_cmd *cmd, struct xcopy_job *job)
 		scsi_stats_xcopy(cmd, job->cur, job->total);
 	for (i = 0; i < job->nluns; i++)
 		scsi_stats_lun_put(job->luns[i]);
-	atomic_fetch_sub(&xcopy_vaai(cmd)->xc_active, 1);
-	scsi_hpriv_free(cmd);
-}
-
-static void xcopy_finish(struct scsi_cmd *cmd, enum sense_reason r)
-{
-	scsi_rl_unlock(cmd);
-	/* the result first, so the held copy of it is what the initiator sees */
-	scsi_cmd_set_result(cmd, r);
-	xcopy_end(cmd, cmd->hpriv);
-	/* result already set: complete without recomputing it */
-	cmd->complete(cmd);
+	atomic_fetch_sub(&xcopy_state(cmd)->xc_active, 1);
+	free(job);
+	cmd->xcopy = NULL;
 }
 
 static enum sense_reason xcopy_next(struct scsi_cmd *cmd);
@@ -228,65 +241,48 @@ static enum sense_reason xcopy_next(struct scsi_cmd *cmd);
 static void xcopy_chunk_done(struct bs_io *io)
 {
 	struct scsi_cmd *cmd = io->priv;
-	struct xcopy_job *job = cmd->hpriv;
+	struct xcopy_job *job = cmd->xcopy;
+	struct xcopy_seg *s = &job->seg[job->cur];
 	enum sense_reason r;
 
 	scsi_rl_unlock(cmd);
 	if (io->result < 0) {
-		xcopy_finish(cmd, io->result == -ENOSPC || io->result == -EDQUOT ?
-			     SR_SPACE_ALLOC_FAILED : SR_COPY_ABORTED);
+		scsi_cmd_done(cmd, io->result == -ENOSPC || io->result == -EDQUOT ?
+			      SR_SPACE_ALLOC_FAILED : SR_COPY_ABORTED);
 		return;
 	}
+	if (io->reflinked)
+		scsi_stats_xcopy_reflink(cmd, io->reflinked >> s->dst->block_shift);
 	job->seg_done += job->chunk;
 	job->total += job->chunk;
-	if (job->seg_done >= job->seg[job->cur].len) {
+	if (job->seg_done >= s->len) {
 		job->cur++;
 		job->seg_done = 0;
 	}
 	xcopy_progress(cmd, job);
 	r = xcopy_next(cmd);
 	if (r != SR_PENDING)
-		xcopy_finish(cmd, r);
+		scsi_cmd_done(cmd, r);
 }
 
+/* The chunk's destination range is locked: copy it. */
 static enum sense_reason xcopy_locked(struct scsi_cmd *cmd)
 {
-	struct xcopy_job *job = cmd->hpriv;
+	struct xcopy_job *job = cmd->xcopy;
 	struct xcopy_seg *s = &job->seg[job->cur];
-	struct bs_io *io = &cmd->io;
 
-	memset(io, 0, sizeof(*io));
-	io->bs = s->dst->bs;
-	io->op = BS_OP_COPY;
-	io->src = s->src->bs;
-	io->src_offset = s->src_off + job->seg_done;
-	io->offset = s->dst_off + job->seg_done;
-	io->len = job->chunk;
-	io->done = xcopy_chunk_done;
-	io->priv = cmd;
-	backstore_submit(cmd->eng, io);
+	scsi_submit(cmd, &(struct scsi_io){
+		.lun = s->dst, .op = BS_OP_COPY, .offset = s->dst_off + job->seg_done,
+		.len = job->chunk, .src = s->src, .src_offset = s->src_off + job->seg_done,
+		.done = xcopy_chunk_done,
+	});
 	return SR_PENDING;
 }
 
-/* The range lock granted after a wait (on this command's thread). */
-static void xcopy_granted(struct bs_io *io)
-{
-	struct scsi_cmd *cmd = io->priv;
-	enum sense_reason r;
-
-	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire))
-		r = SR_TASK_ABORTED;
-	else
-		r = xcopy_locked(cmd);
-	if (r != SR_PENDING)
-		xcopy_finish(cmd, r);
-}
-
-/* Start the next chunk, or end. The lock is taken directly (not through
- * scsi_rl_lock) so that every end goes through xcopy_finish(). */
+/* Start the next chunk, or end. */
 static enum sense_reason xcopy_next(struct scsi_cmd *cmd)
 {
-	struct xcopy_job *job = cmd->hpriv;
+	struct xcopy_job *job = cmd->xcopy;
 	struct xcopy_seg *s;
 	uint8_t shift;
 
@@ -299,14 +295,8 @@ static enum sense_reason xcopy_next(struct scsi_cmd *cmd)
 	s = &job->seg[job->cur];
 	shift = s->dst->block_shift;
 	job->chunk = MIN((uint64_t)XCOPY_CHUNK, s->len - job->seg_done);
-	memset(&cmd->io, 0, sizeof(cmd->io));
-	cmd->io.done = xcopy_granted;
-	cmd->io.priv = cmd;
-	if (rangelock_acquire(vaai_rangelock(s->dst), &cmd->rl,
-			      (s->dst_off + job->seg_done) >> shift, job->chunk >> shift,
-			      RL_SHARED, cmd->eng, &cmd->io))
-		return xcopy_locked(cmd);
-	return SR_PENDING;
+	return scsi_rl_lock(cmd, s->dst, (s->dst_off + job->seg_done) >> shift,
+			    job->chunk >> shift, RL_SHARED, xcopy_locked);
 }
 
 /* SPC-4 6.4.6.4: the CSCD a 0xE4 identification descriptor names, among
@@ -323,7 +313,7 @@ static struct scsi_lun *xcopy_find_lun(struct scsi_cmd *cmd, const uint8_t *desi
 	hi = get_be64(desig + 4);
 	lo = get_be64(desig + 12);
 	for (i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lun *l = __atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE);
+		struct scsi_lun *l = scsi_target_lun(t, i);
 
 		if (l && l->naa == hi && l->naa_ext == lo)
 			return l;
@@ -519,20 +509,14 @@ static enum sense_reason xcopy_exec(struct scsi_cmd *cmd)
 	job = calloc(1, sizeof(*job));
 	if (!job)
 		return SR_INTERNAL_ERROR;
-	cmd->hpriv = job;
-	atomic_fetch_add(&xcopy_vaai(cmd)->xc_active, 1);
+	cmd->xcopy = job;
+	cmd->on_end = xcopy_end;
+	atomic_fetch_add(&xcopy_state(cmd)->xc_active, 1);
 	r = xcopy_parse_list(cmd, job);
 	if (r == SR_OK) {
 		job->cur = 0;
 		r = xcopy_next(cmd);
 	}
-	if (r == SR_PENDING)
-		return SR_PENDING;
-	/* ended at once: record the outcome, and return it (execute's
-	 * caller sets it again, the same) */
-	scsi_rl_unlock(cmd);
-	scsi_cmd_set_result(cmd, r);
-	xcopy_end(cmd, job);
 	return r;
 }
 
@@ -574,7 +558,7 @@ static uint32_t rcr_op_params(uint8_t *d)
 
 static enum sense_reason rcr_exec(struct scsi_cmd *cmd)
 {
-	struct vaai_lun *v = xcopy_vaai(cmd);
+	struct xcopy_lun *v = xcopy_state(cmd);
 	uint8_t sa = cmd->cdb[1] & 0x1f, id = cmd->cdb[2];
 	uint8_t d[64 + SCSI_SENSE_BUF];
 	struct xcopy_held *e;

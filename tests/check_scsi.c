@@ -1320,8 +1320,6 @@ START_TEST(test_sense_info)
 	scsi_reason_info(SR_SPACE_ALLOC_FAILED, &status, &key, &asc, &ascq);
 	ck_assert_uint_eq(key, SK_DATA_PROTECT);
 	ck_assert_uint_eq(ascq, 0x07);
-	scsi_reason_info(SR_CONDITION_MET, &status, &key, &asc, &ascq);
-	ck_assert_uint_eq(status, SAM_STAT_CONDITION_MET);
 	scsi_reason_info(SR_RESERVATION_CONFLICT, &status, NULL, NULL, NULL);
 	ck_assert_uint_eq(status, SAM_STAT_RESERVATION_CONFLICT);
 	/* every reason maps somewhere sane */

@@ -294,31 +294,6 @@ START_TEST(test_explicit_reports_take_over)
 	scsi_stats_cmd_done(&x);      /* no parameter list: derivation skipped */
 	memset(&x, 0, sizeof(x));
 	x.lun = lun;
-	x.cdb[0] = 0x89;
-	x.status = SAM_STAT_CHECK_CONDITION;
-	x.sense[0] = 0x70;
-	x.sense[2] = SK_MISCOMPARE;
-	x.sense_len = 18;
-	scsi_stats_vaai_ats(&x, true);
-	scsi_stats_cmd_done(&x);      /* not counted a second time */
-	memset(&x, 0, sizeof(x));
-	x.lun = lun;
-	x.cdb[0] = 0x42;
-	x.status = SAM_STAT_GOOD;
-	scsi_stats_unmap(&x, 77);
-	scsi_stats_cmd_done(&x);
-	memset(&x, 0, sizeof(x));
-	x.lun = lun;
-	x.cdb[0] = 0x93;
-	x.status = SAM_STAT_GOOD;
-	scsi_stats_write_same(&x, 5);
-	scsi_stats_cmd_done(&x);
-	memset(&x, 0, sizeof(x));
-	x.lun = lun;
-	x.cdb[0] = 0x5e;
-	x.status = SAM_STAT_GOOD;
-	scsi_stats_pr_op(&x, false, 0);
-	scsi_stats_cmd_done(&x);
 	scsi_stats_tmf(lun, 1, 0);
 	scsi_stats_tmf(NULL, 6, 0);
 	scsi_stats_aborted(&x);
@@ -328,13 +303,6 @@ START_TEST(test_explicit_reports_take_over)
 	ck_assert_uint_eq(c->xcopy_segments, 3);
 	ck_assert_uint_eq(c->xcopy_bytes, 12288);
 	ck_assert_uint_eq(c->xcopy_reflink_blocks, 16);
-	ck_assert_uint_eq(c->ats_miscompare, 1);
-	ck_assert_uint_eq(c->ats_ok, 0);
-	ck_assert_uint_eq(c->unmap_cmds, 1);
-	ck_assert_uint_eq(c->unmap_blocks, 77);
-	ck_assert_uint_eq(c->ws_cmds, 1);
-	ck_assert_uint_eq(c->ws_blocks, 5);
-	ck_assert_uint_eq(c->pr_in[0], 1);
 	ck_assert_uint_eq(c->tmf[1], 1);
 	ck_assert_uint_eq(c->aborts, 1);
 	free(c);
