@@ -840,18 +840,6 @@ static void queue_task_set_full(struct iscsi_conn *c, uint32_t itt)
 	iscsi_conn_queue_pdu(c, p);
 }
 
-/* WRITE and WRITE AND VERIFY may be cut to what EDTL carries. */
-static bool write_truncatable(const struct scsi_cmd *cmd)
-{
-	switch (cmd->cdb[0]) {
-	case 0x0a: case 0x2a: case 0xaa: case 0x8a:   /* WRITE 6/10/12/16 */
-	case 0x2e: case 0xae: case 0x8e:              /* WRITE AND VERIFY 10/12/16 */
-		return cmd->lun != NULL;
-	default:
-		return false;
-	}
-}
-
 static void rx_scsi_cmd_header(struct iscsi_conn *c)
 {
 	struct iscsi_session *s = c->sess;
@@ -958,9 +946,7 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 			 * a partial block) is refused without touching data. */
 			t->rsp_flags = ISCSI_FLAG_OVERFLOW;
 			t->resid = cmd->xfer_len - t->edtl_in;
-			if (write_truncatable(cmd) && t->edtl_in % cmd->lun->block_size == 0) {
-				cmd->nblocks = t->edtl_in / cmd->lun->block_size;
-				cmd->xfer_len = t->edtl_in;
+			if (scsi_cmd_shrink_dataout(cmd, t->edtl_in)) {
 				t->want = cmd->xfer_len;
 			} else {
 				t->parse_failed = true;

@@ -67,17 +67,6 @@ static struct json_object *ju64(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
-static const char *sense_key_name(unsigned k)
-{
-	static const char *const names[16] = {
-		"NO SENSE", "RECOVERED ERROR", "NOT READY", "MEDIUM ERROR",
-		"HARDWARE ERROR", "ILLEGAL REQUEST", "UNIT ATTENTION", "DATA PROTECT",
-		"BLANK CHECK", "VENDOR SPECIFIC", "COPY ABORTED", "ABORTED COMMAND",
-		"RESERVED 0xC", "VOLUME OVERFLOW", "MISCOMPARE", "RESERVED 0xF",
-	};
-	return names[k & 15];
-}
-
 static const char *const status_names[STATS_ST__COUNT] = {
 	[STATS_ST_GOOD] = "good",
 	[STATS_ST_CHECK_CONDITION] = "check_condition",
@@ -185,7 +174,7 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 	x = json_object_new_object();
 	for (unsigned i = 0; i < 16; i++)
 		if (c->sense_key[i])
-			jadd(x, sense_key_name(i), ju64(c->sense_key[i]));
+			jadd(x, scsi_sense_key_name(i), ju64(c->sense_key[i]));
 	jadd(o, "sense_keys", x);
 
 	x = json_object_new_object();
@@ -300,7 +289,7 @@ static bool target_live(const struct iscsi_target *t)
 
 static struct scsi_lun *target_lun(struct iscsi_target *t, unsigned id)
 {
-	return __atomic_load_n(&t->st.luns[id], __ATOMIC_ACQUIRE);
+	return scsi_target_lun(&t->st, id);
 }
 
 static struct json_object *cmd_status(void)

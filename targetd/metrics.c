@@ -116,12 +116,6 @@ static void render(FILE *f)
 		"GOOD", "CHECK CONDITION", "CONDITION MET", "BUSY", "RESERVATION CONFLICT",
 		"TASK SET FULL", "ACA ACTIVE", "TASK ABORTED", "OTHER",
 	};
-	static const char *const sk_names[16] = {
-		"NO SENSE", "RECOVERED ERROR", "NOT READY", "MEDIUM ERROR",
-		"HARDWARE ERROR", "ILLEGAL REQUEST", "UNIT ATTENTION", "DATA PROTECT",
-		"BLANK CHECK", "VENDOR SPECIFIC", "COPY ABORTED", "ABORTED COMMAND",
-		"RESERVED 0xC", "VOLUME OVERFLOW", "MISCOMPARE", "RESERVED 0xF",
-	};
 	struct lun_snap *s = NULL;
 	unsigned n = 0, cap = 0, nt;
 	struct scsi_stats_global g;
@@ -135,7 +129,7 @@ static void render(FILE *f)
 		if (__atomic_load_n(&t->removed, __ATOMIC_ACQUIRE))
 			continue;
 		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
-			struct scsi_lun *lun = __atomic_load_n(&t->st.luns[k], __ATOMIC_ACQUIRE);
+			struct scsi_lun *lun = scsi_target_lun(&t->st, k);
 
 			if (!lun)
 				continue;
@@ -186,7 +180,7 @@ static void render(FILE *f)
 		for (unsigned k = 0; k < 16; k++)
 			if (s[i].c.sense_key[k])
 				sample(f, "targetd_sense_key_total", s[i].iqn, s[i].lun->id, "sense_key",
-				       sk_names[k], s[i].c.sense_key[k]);
+				       scsi_sense_key_name(k), s[i].c.sense_key[k]);
 
 #define SIMPLE(name, field, help) \
 	do { \

@@ -134,7 +134,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 		goto done;
 	}
 	if (lun < SCSI_MAX_LUNS)
-		sl = s->target->st.luns[lun];
+		sl = scsi_target_lun(&s->target->st, lun);
 
 	switch (func) {
 	case ISCSI_TMF_ABORT_TASK: {
