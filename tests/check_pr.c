@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tests/check_suites.h"
+#include "tests/scsi_harness.h"
 #include "scsi/scsi.h"
 #include "scsi/pr.h"
 #include "conf/config.h"
@@ -29,17 +30,9 @@ static const uint64_t key_of[NX] = { 0xaaaa, 0xbbbb, 0 };
 
 static struct scsi_target tgt;
 static struct scsi_nexus nx[NX];
-static struct io_engine *eng;
 static struct backstore *membs;
 static struct scsi_lun *lun;
 static uint8_t *buf;
-static int completed;
-
-static void on_complete(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-	completed++;
-}
 
 static void make_lun(void)
 {
@@ -51,13 +44,9 @@ static void make_lun(void)
 
 static void setup(void)
 {
-	struct bs_params bp = { .type = "memory", .size = (uint64_t)BLOCKS * 512,
-				.block_size = 512 };
-	char err[128];
-
-	eng = io_engine_create(16, false);
-	ck_assert_ptr_nonnull(eng);
-	ck_assert_int_eq(backstore_open(&membs, &bp, err, sizeof(err)), 0);
+	sh_setup(BUF_CAP);
+	buf = sh_buf;
+	membs = sh_memory_bs((uint64_t)BLOCKS * 512, false);
 	scsi_target_init(&tgt, T_NAME, 1);
 	make_lun();
 	for (unsigned i = 0; i < NX; i++) {
@@ -72,8 +61,6 @@ static void setup(void)
 		scsi_nexus_attach(&tgt, &nx[i]);
 		scsi_ua_clear(&nx[i], 0);
 	}
-	buf = calloc(1, BUF_CAP);
-	ck_assert_ptr_nonnull(buf);
 }
 
 static void teardown(void)
@@ -82,38 +69,19 @@ static void teardown(void)
 		scsi_nexus_detach(&nx[i]);
 	scsi_lun_destroy(lun);
 	scsi_target_destroy(&tgt);
-	io_engine_destroy(eng);
+	sh_teardown();
 	backstore_close(membs);
-	free(buf);
 }
 
-/* Parse and execute one CDB (data-out from out), waiting for completion. */
+/* Run one CDB on LUN 0 from nexus who (data-out from out) to its end
+ * (tests/scsi_harness.h); the result in c. */
 static void run(struct scsi_cmd *c, unsigned who, const uint8_t *cdb, unsigned cdb_len,
 		const void *out, uint32_t out_len)
 {
-	int before;
+	struct sh_run r;
 
-	memset(c, 0, sizeof(*c));
-	c->buf = buf;
-	c->buf_cap = BUF_CAP;
-	scsi_cmd_reset(c);
-	c->nexus = &nx[who];
-	c->lun_id = 0;
-	memcpy(c->cdb, cdb, cdb_len);
-	c->eng = eng;
-	c->complete = on_complete;
-	if (scsi_cmd_parse(c) != SR_OK)
-		return;
-	c->exp_xfer_len = c->xfer_len;
-	if (c->dir == SCSI_DIR_WRITE) {
-		c->buf_len = MIN(c->xfer_len, out_len);
-		memcpy(c->buf, out, c->buf_len);
-	}
-	before = completed;
-	if (!scsi_cmd_execute(c))
-		return;
-	while (completed == before)
-		io_engine_wait(eng);
+	sh_run(&r, &nx[who], 0, cdb, cdb_len, out, out_len);
+	*c = r.cmd;
 }
 
 static uint8_t status_of(unsigned who, const uint8_t *cdb, unsigned len, const void *out,
@@ -127,10 +95,7 @@ static uint8_t status_of(unsigned who, const uint8_t *cdb, unsigned len, const v
 
 static void expect_sense(const struct scsi_cmd *c, uint8_t key, uint8_t asc, uint8_t ascq)
 {
-	ck_assert_uint_eq(c->status, SAM_STAT_CHECK_CONDITION);
-	ck_assert_uint_eq(c->sense[2] & 0x0f, key);
-	ck_assert_uint_eq(c->sense[12], asc);
-	ck_assert_uint_eq(c->sense[13], ascq);
+	sh_expect_fixed_sense(c, key, asc, ascq);
 }
 
 static uint8_t do_read(unsigned who)

@@ -3,13 +3,14 @@
  * INQUIRY/VPD, MODE SENSE/SELECT, unit attentions, sense formats, READ
  * CAPACITY, REPORT SUPPORTED OPERATION CODES, data round trips through the
  * memory backstore and error paths through a fake asynchronous backstore
- * that completes only when the test says so.
+ * that completes only when the test says so (tests/scsi_harness.c).
  */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tests/check_suites.h"
+#include "tests/scsi_harness.h"
 #include "scsi/scsi.h"
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
@@ -19,65 +20,23 @@
 #define MEM_BLOCKS 16384u        /* 8 MiB of 512-byte blocks */
 #define BUF_CAP (9u * 1024 * 1024)
 
-/* --- fake asynchronous backstore: holds requests until released --- */
-struct fake_bs {
-	struct bs_io *pending[8];
-	int npending;
-	unsigned last_flags;
-	enum bs_op last_op;
-};
-static struct fake_bs fake;
-
-static void fake_submit(struct io_engine *eng, struct bs_io *io)
-{
-	(void)eng;
-	fake.last_flags = io->flags;
-	fake.last_op = io->op;
-	fake.pending[fake.npending++] = io;
-}
-
-static const struct backstore_ops fake_ops = {
-	.name = "fake",
-	.submit = fake_submit,
-};
-
-/* Complete the oldest pending request with this result. */
-static void fake_release(int64_t result)
-{
-	struct bs_io *io;
-
-	ck_assert_int_gt(fake.npending, 0);
-	io = fake.pending[0];
-	memmove(fake.pending, fake.pending + 1, sizeof(fake.pending[0]) * (size_t)--fake.npending);
-	io->result = result < 0 ? result : (int64_t)io->len;
-	if (io->op == BS_OP_READ && result >= 0)
-		memset(io->iov[0].iov_base, 0x5a, io->iov[0].iov_len);
-	io->done(io);
-}
-
 /* --- fixture --- */
 static struct scsi_target tgt;
 static struct scsi_nexus nx, nx2;
-static struct io_engine *eng;
-static struct backstore *membs, fakebs;
+static struct backstore *membs;
+static struct sh_fake fake;               /* LUN 2: holds requests until released */
 static struct scsi_lun *lun0, *lun1, *lun2, *lun3;
 static uint8_t *buf;
 
 static void setup(void)
 {
-	struct bs_params bp = { .type = "memory", .size = (uint64_t)MEM_BLOCKS * 512,
-				.block_size = 512 };
 	struct scsi_lun_params lp = { .id = 0, .block_size = 512, .nblocks = MEM_BLOCKS,
 				      .sanitize = true };
-	char err[128];
 
-	eng = io_engine_create(64, false);
-	ck_assert_ptr_nonnull(eng);
-	ck_assert_int_eq(backstore_open(&membs, &bp, err, sizeof(err)), 0);
-	memset(&fakebs, 0, sizeof(fakebs));
-	fakebs.ops = &fake_ops;
-	fakebs.fd = -1;
-	memset(&fake, 0, sizeof(fake));
+	sh_setup(BUF_CAP);
+	buf = sh_buf;
+	membs = sh_memory_bs((uint64_t)MEM_BLOCKS * 512, false);
+	sh_fake_init(&fake, 0);
 
 	scsi_target_init(&tgt, T_NAME, 1);
 	ck_assert_int_eq(scsi_lun_create(&lun0, &tgt, &lp, membs), 0);
@@ -90,7 +49,7 @@ static void setup(void)
 	lp.id = 2;
 	lp.removable = false;
 	lp.nblocks = (1ull << 33) + 7;
-	ck_assert_int_eq(scsi_lun_create(&lun2, &tgt, &lp, &fakebs), 0);
+	ck_assert_int_eq(scsi_lun_create(&lun2, &tgt, &lp, &fake.bs), 0);
 	/* LUN 3: read-only, 4096-byte blocks */
 	lp.id = 3;
 	lp.block_size = 4096;
@@ -102,23 +61,9 @@ static void setup(void)
 	tgt.luns[2] = lun2;
 	tgt.luns[3] = lun3;
 
-	memset(&nx, 0, sizeof(nx));
-	nx.id = 1;
-	nx.rel_tport_id = 1;
-	nx.tpgt = 1;
-	scsi_nexus_attach(&tgt, &nx);
-	memset(&nx2, 0, sizeof(nx2));
-	nx2.id = 2;
-	nx2.rel_tport_id = 1;
-	nx2.tpgt = 1;
-	scsi_nexus_attach(&tgt, &nx2);
 	/* most tests start without the power-on UA */
-	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++) {
-		scsi_ua_clear(&nx, (uint16_t)i);
-		scsi_ua_clear(&nx2, (uint16_t)i);
-	}
-	buf = calloc(1, BUF_CAP);
-	ck_assert_ptr_nonnull(buf);
+	sh_nexus_attach(&tgt, &nx, 1);
+	sh_nexus_attach(&tgt, &nx2, 2);
 }
 
 static void teardown(void)
@@ -130,86 +75,14 @@ static void teardown(void)
 	scsi_lun_destroy(lun2);
 	scsi_lun_destroy(lun3);
 	scsi_target_destroy(&tgt);
-	io_engine_destroy(eng);
+	sh_teardown();
 	backstore_close(membs);
-	free(buf);
 }
 
-/* --- running commands --- */
-static int completed;
-static void on_complete(struct scsi_cmd *cmd)
+/* LUN 2's oldest request ends (READs read 0x5a). */
+static void fake_release(int64_t result)
 {
-	(void)cmd;
-	completed++;
-}
-
-struct run {
-	struct scsi_cmd cmd;
-	bool pending;              /* still pending (fake backstore) */
-	bool parse_failed;
-};
-
-/* Parse and execute one CDB. out/out_len: data-out (exp_xfer_len =
- * out_len, or the CDB's own length when out is NULL). For the memory
- * backstore waits for completion; with the fake one returns pending. */
-static void run_cmd(struct run *r, struct scsi_nexus *n, uint64_t lun, const uint8_t *cdb,
-		    unsigned cdb_len, const void *out, uint32_t out_len)
-{
-	struct scsi_cmd *c = &r->cmd;
-	int before;
-
-	memset(r, 0, sizeof(*r));
-	c->buf = buf;
-	c->buf_cap = BUF_CAP;
-	scsi_cmd_reset(c);
-	c->nexus = n;
-	c->lun_id = lun;
-	memcpy(c->cdb, cdb, cdb_len);
-	c->cdb_len = 16;
-	c->eng = eng;
-	c->complete = on_complete;
-	if (scsi_cmd_parse(c) != SR_OK) {
-		r->parse_failed = true;
-		return;
-	}
-	ck_assert_uint_le(scsi_cmd_buf_need(c), BUF_CAP);
-	c->exp_xfer_len = out ? out_len : c->xfer_len;
-	if (c->dir == SCSI_DIR_WRITE) {
-		c->buf_len = MIN(c->xfer_len, c->exp_xfer_len);
-		if (out)
-			memcpy(c->buf, out, c->buf_len);
-	}
-	before = completed;
-	if (!scsi_cmd_execute(c))
-		return;
-	if (c->lun && c->lun->bs == &fakebs) {
-		r->pending = true;
-		return;
-	}
-	while (completed == before)
-		io_engine_wait(eng);
-}
-
-static void expect_sense(const struct scsi_cmd *c, uint8_t key, uint8_t asc, uint8_t ascq)
-{
-	ck_assert_uint_eq(c->status, SAM_STAT_CHECK_CONDITION);
-	ck_assert_uint_ge(c->sense_len, 8);
-	if ((c->sense[0] & 0x7f) == 0x70) {
-		ck_assert_uint_eq(c->sense[2] & 0x0f, key);
-		ck_assert_uint_eq(c->sense[12], asc);
-		ck_assert_uint_eq(c->sense[13], ascq);
-	} else {
-		ck_assert_uint_eq(c->sense[0], 0x72);
-		ck_assert_uint_eq(c->sense[1] & 0x0f, key);
-		ck_assert_uint_eq(c->sense[2], asc);
-		ck_assert_uint_eq(c->sense[3], ascq);
-	}
-}
-
-static void expect_good(const struct scsi_cmd *c)
-{
-	ck_assert_msg(c->status == SAM_STAT_GOOD, "status %#x reason %d key/asc %x/%x/%x",
-		      c->status, c->reason, c->sense[2], c->sense[12], c->sense[13]);
+	sh_fake_release(&fake, result, 0x5a);
 }
 
 /* --- table-driven CDB cases --- */
@@ -303,9 +176,9 @@ static const struct cdb_case cdb_cases[] = {
 START_TEST(test_cdb_table)
 {
 	const struct cdb_case *t = &cdb_cases[_i];
-	struct run r;
+	struct sh_run r;
 
-	run_cmd(&r, &nx, t->lun, t->cdb, 16, NULL, 0);
+	sh_run(&r, &nx, t->lun, t->cdb, 16, NULL, 0);
 	ck_assert_msg(r.cmd.status == t->status, "%s: status %#x, want %#x", t->name,
 		      r.cmd.status, t->status);
 	if (t->status == SAM_STAT_CHECK_CONDITION) {
@@ -338,83 +211,83 @@ static const uint8_t cdb_tur[6] = { 0x00 };
 START_TEST(test_ua_power_on_once)
 {
 	struct scsi_nexus n3;
-	struct run r;
+	struct sh_run r;
 	uint8_t inq[6] = { 0x12, 0, 0, 0, 36, 0 };
 	uint8_t rs[6] = { 0x03, 0, 0, 0, 18, 0 };
 
 	memset(&n3, 0, sizeof(n3));
 	scsi_nexus_attach(&tgt, &n3);
 	/* INQUIRY neither reports nor clears it */
-	run_cmd(&r, &n3, 0, inq, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &n3, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x29, 0x00);
-	run_cmd(&r, &n3, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &n3, 0, inq, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &n3, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x29, 0x00);
+	sh_run(&r, &n3, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	/* REQUEST SENSE reports the pending UA as its data and clears it */
-	run_cmd(&r, &n3, 1, rs, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &n3, 1, rs, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, 18);
 	ck_assert_uint_eq(buf[0], 0x70);
 	ck_assert_uint_eq(buf[2], 6);
 	ck_assert_uint_eq(buf[12], 0x29);
-	run_cmd(&r, &n3, 1, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &n3, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	scsi_nexus_detach(&n3);
 }
 END_TEST
 
 START_TEST(test_ua_order_and_scope)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t lr[12] = { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0 };
 
 	scsi_lun_set_capacity(lun0, MEM_BLOCKS);            /* 2A/09 */
 	scsi_ua_establish(&tgt, 0, UA_MODE_CHANGED, &nx2);  /* 2A/01, not nx2 */
 	/* REPORT LUNS is not blocked */
-	run_cmd(&r, &nx, 0, lr, 12, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x2a, 0x01);
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x2a, 0x09);
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x2a, 0x09);
-	run_cmd(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, lr, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x2a, 0x01);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x2a, 0x09);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x2a, 0x09);
+	sh_run(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	/* other LUNs untouched */
-	run_cmd(&r, &nx, 1, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 }
 END_TEST
 
 START_TEST(test_ua_resets)
 {
-	struct run r;
+	struct sh_run r;
 
 	scsi_lun_reset(lun1, &nx);
-	run_cmd(&r, &nx, 1, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x29, 0x03);
-	run_cmd(&r, &nx2, 1, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x29, 0x03);
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x29, 0x03);
+	sh_run(&r, &nx2, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x29, 0x03);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	scsi_target_reset(&tgt, &nx, false);
-	run_cmd(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x29, 0x02);
+	sh_run(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x29, 0x02);
 	/* the nexus that asked for the warm reset is told by the TMF response */
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	scsi_target_reset(&tgt, &nx, true);
-	run_cmd(&r, &nx, 3, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x29, 0x00);
-	run_cmd(&r, &nx, 3, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 3, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x29, 0x00);
+	sh_run(&r, &nx, 3, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	scsi_target_set_lun(&tgt, 5, lun1);
-	run_cmd(&r, &nx, 3, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x3f, 0x0e);
+	sh_run(&r, &nx, 3, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x3f, 0x0e);
 	tgt.luns[5] = NULL;
 }
 END_TEST
@@ -422,13 +295,13 @@ END_TEST
 /* --- INQUIRY and VPD --- */
 START_TEST(test_inquiry_standard)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[6] = { 0x12, 0, 0, 0, 255, 0 };
 	uint8_t first[96];
 	unsigned len;
 
-	run_cmd(&r, &nx, 0, cdb, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	len = r.cmd.data_len;
 	ck_assert_uint_eq(len, 96);
 	ck_assert_uint_eq(buf[0], 0x00);
@@ -447,38 +320,38 @@ START_TEST(test_inquiry_standard)
 	for (unsigned a = 0; a < 100; a++) {
 		cdb[4] = (uint8_t)a;
 		memset(buf, 0xee, 128);
-		run_cmd(&r, &nx, 0, cdb, 6, NULL, 0);
-		expect_good(&r.cmd);
+		sh_run(&r, &nx, 0, cdb, 6, NULL, 0);
+		sh_expect_good(&r.cmd);
 		ck_assert_uint_eq(r.cmd.data_len, MIN(a, 96u));
 		ck_assert(memcmp(buf, first, r.cmd.data_len) == 0);
 	}
 	/* removable LUN: RMB */
 	cdb[4] = 36;
-	run_cmd(&r, &nx, 1, cdb, 6, NULL, 0);
+	sh_run(&r, &nx, 1, cdb, 6, NULL, 0);
 	ck_assert_uint_eq(buf[1], 0x80);
 	/* missing LUN: qualifier 3, type 1Fh */
-	run_cmd(&r, &nx, 7, cdb, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 7, cdb, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[0], 0x7f);
 	/* 3PC follows the LUN flag */
 	atomic_store(&lun0->tpc, true);
-	run_cmd(&r, &nx, 0, cdb, 6, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 6, NULL, 0);
 	ck_assert_uint_eq(buf[5] & 0x08, 0x08);
 }
 END_TEST
 
-static void vpd(struct run *r, uint64_t lun, uint8_t page, uint16_t alloc)
+static void vpd(struct sh_run *r, uint64_t lun, uint8_t page, uint16_t alloc)
 {
 	uint8_t cdb[6] = { 0x12, 1, page, (uint8_t)(alloc >> 8), (uint8_t)alloc, 0 };
 
-	run_cmd(r, &nx, lun, cdb, 6, NULL, 0);
-	expect_good(&r->cmd);
+	sh_run(r, &nx, lun, cdb, 6, NULL, 0);
+	sh_expect_good(&r->cmd);
 	ck_assert_uint_eq(buf[1], page);
 }
 
 START_TEST(test_vpd_pages)
 {
-	struct run r;
+	struct sh_run r;
 	unsigned i, off, n;
 	bool naa = false, port = false, rtp = false, dev = false;
 	uint8_t naa1[16];
@@ -561,47 +434,47 @@ END_TEST
 /* the advertised MAXIMUM TRANSFER LENGTH is enforced, one over is refused */
 START_TEST(test_max_transfer_enforced)
 {
-	struct run r;
+	struct sh_run r;
 	uint32_t max = lun0->max_xfer_blocks;
 	uint8_t cdb[10] = { 0x28, 0, 0, 0, 0, 0, 0, (uint8_t)(max >> 8), (uint8_t)max, 0 };
 
-	run_cmd(&r, &nx, 0, cdb, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, max * 512);
 	put_be16(cdb + 7, (uint16_t)(max + 1));
-	run_cmd(&r, &nx, 0, cdb, 10, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x24, 0);
+	sh_run(&r, &nx, 0, cdb, 10, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x24, 0);
 }
 END_TEST
 
 /* --- READ CAPACITY --- */
 START_TEST(test_read_capacity)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t rc10[10] = { 0x25 };
 	uint8_t rc16[16] = { 0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0 };
 
-	run_cmd(&r, &nx, 0, rc10, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rc10, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(get_be32(buf), MEM_BLOCKS - 1);
 	ck_assert_uint_eq(get_be32(buf + 4), 512);
 	/* more than 2^32 blocks: READ CAPACITY(10) says FFFFFFFFh */
-	run_cmd(&r, &nx, 2, rc10, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 2, rc10, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(get_be32(buf), 0xffffffffu);
-	run_cmd(&r, &nx, 2, rc16, 16, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 2, rc16, 16, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, 32);
 	ck_assert_uint_eq(get_be64(buf), (1ull << 33) + 6);
 	ck_assert_uint_eq(buf[14] & 0xc0, 0);     /* LBPME/LBPRZ clear */
-	run_cmd(&r, &nx, 3, rc16, 16, NULL, 0);
+	sh_run(&r, &nx, 3, rc16, 16, NULL, 0);
 	ck_assert_uint_eq(get_be32(buf + 8), 4096);
 	/* exactly 2^32 blocks: last LBA FFFFFFFFh, also reported as such */
 	atomic_store(&lun2->nblocks, 1ull << 32);
-	run_cmd(&r, &nx, 2, rc10, 10, NULL, 0);
+	sh_run(&r, &nx, 2, rc10, 10, NULL, 0);
 	ck_assert_uint_eq(get_be32(buf), 0xffffffffu);
 	atomic_store(&lun2->nblocks, 0xffffffffull);
-	run_cmd(&r, &nx, 2, rc10, 10, NULL, 0);
+	sh_run(&r, &nx, 2, rc10, 10, NULL, 0);
 	ck_assert_uint_eq(get_be32(buf), 0xfffffffeu);
 }
 END_TEST
@@ -609,11 +482,11 @@ END_TEST
 /* --- REPORT LUNS --- */
 START_TEST(test_report_luns)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[12] = { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0 };
 
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(get_be32(buf), 32);
 	ck_assert_uint_eq(r.cmd.data_len, 40);
 	for (unsigned i = 0; i < 4; i++) {
@@ -621,11 +494,11 @@ START_TEST(test_report_luns)
 		ck_assert_uint_eq(buf[9 + 8 * i], i);
 	}
 	cdb[2] = 1;   /* well-known LUs only: none */
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(get_be32(buf), 0);
 	cdb[2] = 0;
 	put_be32(cdb + 6, 16);       /* truncated list, full length still said */
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(r.cmd.data_len, 16);
 	ck_assert_uint_eq(get_be32(buf), 32);
 }
@@ -634,13 +507,13 @@ END_TEST
 /* --- REPORT SUPPORTED OPERATION CODES --- */
 START_TEST(test_rsoc)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[12] = { 0xa3, 0x0c, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0 };
 	uint32_t len, n = 0, i;
 	bool saw_rc16 = false, saw_prevent = false;
 
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	len = get_be32(buf);
 	ck_assert_uint_eq(len % 8, 0);
 	for (i = 4; i < 4 + len; i += 8) {
@@ -664,15 +537,15 @@ START_TEST(test_rsoc)
 	ck_assert_uint_ge(n, 30);
 	/* RCTD: 20-byte descriptors, CTDP set */
 	cdb[2] = 0x80;
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(get_be32(buf), n * 20);
 	ck_assert_uint_eq(buf[4 + 5] & 0x02, 0x02);
 	ck_assert_uint_eq(get_be16(buf + 4 + 8), 0x0a);
 	/* option 1: READ(10) */
 	cdb[2] = 0x01;
 	cdb[3] = 0x28;
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[1] & 0x07, 3);
 	ck_assert_uint_eq(get_be16(buf + 2), 10);
 	ck_assert_uint_eq(buf[4], 0x28);
@@ -680,56 +553,56 @@ START_TEST(test_rsoc)
 	ck_assert_uint_eq(r.cmd.data_len, 14);
 	/* option 1 on an opcode with service actions: refused */
 	cdb[3] = 0x9e;
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x24, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x24, 0);
 	/* option 2: READ CAPACITY(16) */
 	cdb[2] = 0x02;
 	put_be16(cdb + 4, 0x10);
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[1] & 0x07, 3);
 	ck_assert_uint_eq(get_be16(buf + 2), 16);
 	ck_assert_uint_eq(buf[4], 0x9e);
 	ck_assert_uint_eq(buf[5], 0x10);
 	/* option 2 on an opcode without service actions: refused */
 	cdb[3] = 0x28;
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x24, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x24, 0);
 	/* option 3, unsupported: SUPPORT 001b */
 	cdb[2] = 0x83;
 	cdb[3] = 0x9e;
 	put_be16(cdb + 4, 0x1e);
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[1] & 0x07, 1);
 	ck_assert_uint_eq(r.cmd.data_len, 4);
 	/* option 3 with RCTD on a supported one: timeouts appended */
 	cdb[3] = 0x2a;
 	put_be16(cdb + 4, 0);
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(buf[1], 0x83);
 	ck_assert_uint_eq(r.cmd.data_len, 4 + 10 + 12);
 	/* the removable LUN lists PREVENT ALLOW */
 	cdb[2] = 0x01;
 	cdb[3] = 0x1e;
-	run_cmd(&r, &nx, 1, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 1, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(buf[1] & 0x07, 3);
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(buf[1] & 0x07, 1);
 }
 END_TEST
 
 START_TEST(test_rstmf)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[12] = { 0xa3, 0x0d, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0 };
 
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, 4);
 	ck_assert_uint_eq(buf[0], 0xda);
 	cdb[2] = 0x80;
-	run_cmd(&r, &nx, 0, cdb, 12, NULL, 0);
+	sh_run(&r, &nx, 0, cdb, 12, NULL, 0);
 	ck_assert_uint_eq(r.cmd.data_len, 16);
 	ck_assert_uint_eq(buf[3], 0x0c);
 }
@@ -750,15 +623,15 @@ static const uint8_t *find_page(const uint8_t *d, unsigned len, unsigned hdr, ui
 
 START_TEST(test_mode_sense)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t ms6[6] = { 0x1a, 0, 0x3f, 0, 255, 0 };
 	uint8_t ms10[10] = { 0x5a, 0x10, 0x3f, 0, 0, 0, 0, 0x01, 0, 0 };
 	uint8_t copy[256];
 	const uint8_t *p;
 	unsigned len;
 
-	run_cmd(&r, &nx, 0, ms6, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, ms6, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	len = r.cmd.data_len;
 	ck_assert_uint_eq(buf[0], len - 1);
 	ck_assert_uint_eq(buf[2], 0x10);             /* DPOFUA, not WP */
@@ -777,41 +650,41 @@ START_TEST(test_mode_sense)
 	/* the Control page alone equals the one in all pages */
 	ms6[2] = 0x0a;
 	ms6[1] = 0x08;     /* DBD */
-	run_cmd(&r, &nx, 0, ms6, 6, NULL, 0);
+	sh_run(&r, &nx, 0, ms6, 6, NULL, 0);
 	ck_assert_uint_eq(buf[3], 0);
 	ck_assert(memcmp(buf + 4, p, 12) == 0);
 	/* changeable values */
 	ms6[2] = 0x40 | 0x0a;
-	run_cmd(&r, &nx, 0, ms6, 6, NULL, 0);
+	sh_run(&r, &nx, 0, ms6, 6, NULL, 0);
 	ck_assert_uint_eq(buf[4 + 2], 0x04);
 	ck_assert_uint_eq(buf[4 + 4], 0x08);
 	/* 4-byte allocation: header only, no overflow */
 	ms6[1] = 0;
 	ms6[2] = 0x3f;
 	ms6[4] = 4;
-	run_cmd(&r, &nx, 0, ms6, 6, NULL, 0);
+	sh_run(&r, &nx, 0, ms6, 6, NULL, 0);
 	ck_assert_uint_eq(r.cmd.data_len, 4);
 	ck_assert_uint_eq(buf[0], len - 1);
 	/* MODE SENSE(10) LLBAA: 16-byte descriptor with 64-bit count */
-	run_cmd(&r, &nx, 2, ms10, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 2, ms10, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[4] & 1, 1);
 	ck_assert_uint_eq(get_be16(buf + 6), 16);
 	ck_assert_uint_eq(get_be64(buf + 8), (1ull << 33) + 7);
 	ck_assert_uint_eq(get_be32(buf + 20), 512);
 	/* without LLBAA the short descriptor saturates */
 	ms10[1] = 0;
-	run_cmd(&r, &nx, 2, ms10, 10, NULL, 0);
+	sh_run(&r, &nx, 2, ms10, 10, NULL, 0);
 	ck_assert_uint_eq(get_be16(buf + 6), 8);
 	ck_assert_uint_eq(get_be32(buf + 8), 0xffffffffu);
 	/* read-only LUN: WP */
-	run_cmd(&r, &nx, 3, ms10, 10, NULL, 0);
+	sh_run(&r, &nx, 3, ms10, 10, NULL, 0);
 	ck_assert_uint_eq(buf[3] & 0x80, 0x80);
 }
 END_TEST
 
 /* MODE SELECT(6) of one page built from what MODE SENSE returned. */
-static void mode_select_page(struct run *r, struct scsi_nexus *n, uint64_t lun,
+static void mode_select_page(struct sh_run *r, struct scsi_nexus *n, uint64_t lun,
 			     uint8_t page, uint8_t byte, uint8_t set, uint8_t clear)
 {
 	uint8_t ms[6] = { 0x1a, 0x08, page, 0, 255, 0 };
@@ -819,100 +692,100 @@ static void mode_select_page(struct run *r, struct scsi_nexus *n, uint64_t lun,
 	uint8_t data[64];
 	unsigned plen;
 
-	run_cmd(r, n, lun, ms, 6, NULL, 0);
-	expect_good(&r->cmd);
+	sh_run(r, n, lun, ms, 6, NULL, 0);
+	sh_expect_good(&r->cmd);
 	plen = 2u + buf[5];
 	memset(data, 0, 4);
 	memcpy(data + 4, buf + 4, plen);
 	data[4] &= 0x7f;
 	data[4 + byte] = (uint8_t)((data[4 + byte] | set) & ~clear);
 	sel[4] = (uint8_t)(4 + plen);
-	run_cmd(r, n, lun, sel, 6, data, 4 + plen);
+	sh_run(r, n, lun, sel, 6, data, 4 + plen);
 }
 
 START_TEST(test_mode_select_d_sense)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t rd[10] = { 0x28, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 1, 0 };
 	uint8_t rs[6] = { 0x03, 0, 0, 0, 252, 0 };
 
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
 	ck_assert_uint_eq(r.cmd.sense[0], 0x70);
 	ck_assert_uint_eq(r.cmd.sense_len, 18);
 	mode_select_page(&r, &nx, 0, 0x0a, 2, 0x04, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	ck_assert(atomic_load(&lun0->d_sense));
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x21, 0);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x21, 0);
 	ck_assert_uint_eq(r.cmd.sense[0], 0x72);
 	/* field pointer in a sense-key specific descriptor */
 	rd[1] = 0x20;
 	rd[2] = 0;
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x24, 0);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x24, 0);
 	ck_assert_uint_eq(r.cmd.sense[7], 8);
 	ck_assert_uint_eq(r.cmd.sense[8], 0x02);
 	ck_assert_uint_eq(r.cmd.sense[8 + 4], 0x80 | 0x40 | 0x08 | 5);
 	ck_assert_uint_eq(get_be16(r.cmd.sense + 8 + 5), 1);
 	/* the other nexus is told, this one is not */
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x2a, 0x01);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x2a, 0x01);
 	ck_assert_uint_eq(r.cmd.sense[0], 0x72);
 	/* REQUEST SENSE DESC=1 / DESC=0 */
 	rs[1] = 1;
-	run_cmd(&r, &nx, 0, rs, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rs, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[0], 0x72);
 	ck_assert_uint_eq(r.cmd.data_len, 8);
 	rs[1] = 0;
-	run_cmd(&r, &nx, 0, rs, 6, NULL, 0);
+	sh_run(&r, &nx, 0, rs, 6, NULL, 0);
 	ck_assert_uint_eq(buf[0], 0x70);
 	ck_assert_uint_eq(r.cmd.data_len, 18);
 	/* back to fixed */
 	mode_select_page(&r, &nx, 0, 0x0a, 2, 0, 0x04);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	ck_assert(!atomic_load(&lun0->d_sense));
 }
 END_TEST
 
 START_TEST(test_mode_select_swp_wce)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t wr[10] = { 0x2a, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
 	uint8_t ms[6] = { 0x1a, 0x08, 0x0a, 0, 255, 0 };
 	uint8_t blk[512];
 
 	memset(blk, 1, sizeof(blk));
 	mode_select_page(&r, &nx, 0, 0x0a, 4, 0x08, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, ms, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, ms, 6, NULL, 0);
 	ck_assert_uint_eq(buf[2] & 0x80, 0x80);        /* WP */
-	run_cmd(&r, &nx, 0, wr, 10, blk, 512);
-	expect_sense(&r.cmd, 7, 0x27, 0);
+	sh_run(&r, &nx, 0, wr, 10, blk, 512);
+	sh_expect_sense(&r.cmd, 7, 0x27, 0);
 	mode_select_page(&r, &nx, 0, 0x0a, 4, 0, 0x08);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, wr, 10, blk, 512);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr, 10, blk, 512);
+	sh_expect_good(&r.cmd);
 
 	/* WCE=0: every write is FUA (seen on the fake backstore) */
-	run_cmd(&r, &nx, 2, wr, 10, blk, 512);
+	sh_run(&r, &nx, 2, wr, 10, blk, 512);
 	ck_assert(r.pending);
 	ck_assert_uint_eq(fake.last_flags, 0);
 	fake_release(0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	mode_select_page(&r, &nx, 2, 0x08, 2, 0, 0x04);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	ck_assert(!atomic_load(&lun2->wce));
-	run_cmd(&r, &nx, 2, wr, 10, blk, 512);
+	sh_run(&r, &nx, 2, wr, 10, blk, 512);
 	ck_assert_uint_eq(fake.last_flags, BS_IO_FUA);
 	fake_release(0);
 	mode_select_page(&r, &nx, 2, 0x08, 2, 0x04, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	/* FUA bit with WCE=1 */
 	wr[1] = 0x08;
-	run_cmd(&r, &nx, 2, wr, 10, blk, 512);
+	sh_run(&r, &nx, 2, wr, 10, blk, 512);
 	ck_assert_uint_eq(fake.last_flags, BS_IO_FUA);
 	fake_release(0);
 }
@@ -920,46 +793,46 @@ END_TEST
 
 START_TEST(test_mode_select_invalid)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t sel[10] = { 0x55, 0x10, 0, 0, 0, 0, 0, 0, 20, 0 };
 	uint8_t data[32];
 
 	/* non-changeable bit (TST, 001b: one task set per I_T nexus) in the
 	 * Control page */
 	mode_select_page(&r, &nx, 0, 0x0a, 2, 0, 0x20);
-	expect_sense(&r.cmd, 5, 0x26, 0);
+	sh_expect_sense(&r.cmd, 5, 0x26, 0);
 	ck_assert_uint_eq(r.cmd.sense[15], 0x80 | 0x08 | 5);   /* SKSV, C/D=0, BPV, bit 5 */
 	ck_assert_uint_eq(get_be16(r.cmd.sense + 16), 4 + 2);
 	/* wrong page length */
 	memset(data, 0, sizeof(data));
 	data[8] = 0x0a;
 	data[9] = 0x08;
-	run_cmd(&r, &nx, 0, sel, 10, data, 20);
-	expect_sense(&r.cmd, 5, 0x26, 0);
+	sh_run(&r, &nx, 0, sel, 10, data, 20);
+	sh_expect_sense(&r.cmd, 5, 0x26, 0);
 	ck_assert_uint_eq(get_be16(r.cmd.sense + 16), 9);
 	/* unsupported page */
 	data[8] = 0x02;
 	data[9] = 0x0a;
-	run_cmd(&r, &nx, 0, sel, 10, data, 20);
-	expect_sense(&r.cmd, 5, 0x26, 0);
+	sh_run(&r, &nx, 0, sel, 10, data, 20);
+	sh_expect_sense(&r.cmd, 5, 0x26, 0);
 	/* page longer than the list */
 	data[8] = 0x08;
 	data[9] = 0x12;
-	run_cmd(&r, &nx, 0, sel, 10, data, 20);
-	expect_sense(&r.cmd, 5, 0x1a, 0);
+	sh_run(&r, &nx, 0, sel, 10, data, 20);
+	sh_expect_sense(&r.cmd, 5, 0x1a, 0);
 	/* a block descriptor that restates the format is fine */
 	memset(data, 0, sizeof(data));
 	data[7] = 8;
 	put_be24(data + 8 + 5, 512);
 	sel[8] = 16;
-	run_cmd(&r, &nx, 0, sel, 10, data, 16);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, sel, 10, data, 16);
+	sh_expect_good(&r.cmd);
 	put_be24(data + 8 + 5, 4096);
-	run_cmd(&r, &nx, 0, sel, 10, data, 16);
-	expect_sense(&r.cmd, 5, 0x26, 0);
+	sh_run(&r, &nx, 0, sel, 10, data, 16);
+	sh_expect_sense(&r.cmd, 5, 0x26, 0);
 	/* no change made: no UA for the other nexus */
-	run_cmd(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx2, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 }
 END_TEST
 
@@ -973,37 +846,37 @@ static void fill(uint8_t *p, size_t len, uint8_t seed)
 START_TEST(test_write_read_round_trip)
 {
 	static uint8_t data[64 * 512];
-	struct run r;
+	struct sh_run r;
 	uint8_t wr16[16] = { 0x8a, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0, 64, 0, 0 };
 	uint8_t rd12[12] = { 0xa8, 0, 0, 0, 0, 100, 0, 0, 0, 64, 0, 0 };
 	uint8_t wr6[6] = { 0x0a, 0, 0x01, 0x00, 2, 0 };
 	uint8_t rd6[6] = { 0x08, 0, 0x01, 0x00, 0, 0 };
 
 	fill(data, sizeof(data), 3);
-	run_cmd(&r, &nx, 0, wr16, 16, data, sizeof(data));
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr16, 16, data, sizeof(data));
+	sh_expect_good(&r.cmd);
 	memset(buf, 0, sizeof(data));
-	run_cmd(&r, &nx, 0, rd12, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd12, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, sizeof(data));
 	ck_assert(memcmp(buf, data, sizeof(data)) == 0);
 	/* 6-byte: two blocks at 256, then 256 blocks read back */
-	run_cmd(&r, &nx, 0, wr6, 6, data, 1024);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, rd6, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr6, 6, data, 1024);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd6, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, 256 * 512);
 	ck_assert(memcmp(buf, data, 1024) == 0);
 	/* 4096-byte blocks: READ of the read-only LUN works */
 	rd12[5] = 0;
 	rd12[9] = 2;
-	run_cmd(&r, &nx, 3, rd12, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 3, rd12, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, 8192);
 	/* transfer length 0 on WRITE: no data, GOOD */
 	wr16[13] = 0;
-	run_cmd(&r, &nx, 0, wr16, 16, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr16, 16, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.dir, SCSI_DIR_NONE);
 }
 END_TEST
@@ -1011,22 +884,22 @@ END_TEST
 START_TEST(test_short_data_out)
 {
 	static uint8_t data[2 * 512];
-	struct run r;
+	struct sh_run r;
 	uint8_t wr10[10] = { 0x2a, 0, 0, 0, 0, 10, 0, 0, 2, 0 };
 	uint8_t rd10[10] = { 0x28, 0, 0, 0, 0, 10, 0, 0, 2, 0 };
 
 	memset(data, 0xaa, sizeof(data));
-	run_cmd(&r, &nx, 0, wr10, 10, data, sizeof(data));
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr10, 10, data, sizeof(data));
+	sh_expect_good(&r.cmd);
 	memset(data, 0xbb, sizeof(data));
-	run_cmd(&r, &nx, 0, wr10, 10, data, 200);          /* EDTL 200 < 1024 */
-	expect_sense(&r.cmd, 5, 0x0e, 0x03);
-	run_cmd(&r, &nx, 0, rd10, 10, NULL, 0);
+	sh_run(&r, &nx, 0, wr10, 10, data, 200);          /* EDTL 200 < 1024 */
+	sh_expect_sense(&r.cmd, 5, 0x0e, 0x03);
+	sh_run(&r, &nx, 0, rd10, 10, NULL, 0);
 	ck_assert_uint_eq(buf[0], 0xaa);                   /* nothing written */
 	ck_assert_uint_eq(buf[1023], 0xaa);
-	run_cmd(&r, &nx, 0, wr10, 10, data, 4096);         /* EDTL larger: fine */
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, rd10, 10, NULL, 0);
+	sh_run(&r, &nx, 0, wr10, 10, data, 4096);         /* EDTL larger: fine */
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd10, 10, NULL, 0);
 	ck_assert_uint_eq(buf[1023], 0xbb);
 }
 END_TEST
@@ -1034,41 +907,41 @@ END_TEST
 START_TEST(test_verify)
 {
 	static uint8_t data[8 * 512];
-	struct run r;
+	struct sh_run r;
 	uint8_t wr[10] = { 0x2a, 0, 0, 0, 0x01, 0, 0, 0, 8, 0 };
 	uint8_t vf[10] = { 0x2f, 0x02, 0, 0, 0x01, 0, 0, 0, 8, 0 };
 	uint8_t vf16[16] = { 0x8f, 0x06, 0, 0, 0, 0, 0, 0, 0x01, 0x00, 0, 0, 0, 8, 0, 0 };
 	uint8_t vf0[12] = { 0xaf, 0, 0, 0, 0x01, 0, 0, 0, 0, 8, 0, 0 };
 
 	fill(data, sizeof(data), 9);
-	run_cmd(&r, &nx, 0, wr, 10, data, sizeof(data));
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, vf, 10, data, sizeof(data));
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr, 10, data, sizeof(data));
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, vf, 10, data, sizeof(data));
+	sh_expect_good(&r.cmd);
 	data[1234] ^= 0x40;
-	run_cmd(&r, &nx, 0, vf, 10, data, sizeof(data));
-	expect_sense(&r.cmd, 0x0e, 0x1d, 0);
+	sh_run(&r, &nx, 0, vf, 10, data, sizeof(data));
+	sh_expect_sense(&r.cmd, 0x0e, 0x1d, 0);
 	ck_assert_uint_eq(r.cmd.sense[0], 0xf0);           /* VALID */
 	ck_assert_uint_eq(get_be32(r.cmd.sense + 3), 1234);
 	/* BYTCHK 0: medium check only */
-	run_cmd(&r, &nx, 0, vf0, 12, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, vf0, 12, NULL, 0);
+	sh_expect_good(&r.cmd);
 	/* BYTCHK 3: one block against every block */
 	memset(data, 0x11, 8 * 512);
-	run_cmd(&r, &nx, 0, wr, 10, data, sizeof(data));
-	run_cmd(&r, &nx, 0, vf16, 16, data, 512);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wr, 10, data, sizeof(data));
+	sh_run(&r, &nx, 0, vf16, 16, data, 512);
+	sh_expect_good(&r.cmd);
 	data[0] = 0x12;
 	wr[8] = 1;
 	wr[5] = 5;                                          /* block 256+5 differs */
-	run_cmd(&r, &nx, 0, wr, 10, data, 512);
+	sh_run(&r, &nx, 0, wr, 10, data, 512);
 	data[0] = 0x11;
-	run_cmd(&r, &nx, 0, vf16, 16, data, 512);
-	expect_sense(&r.cmd, 0x0e, 0x1d, 0);
+	sh_run(&r, &nx, 0, vf16, 16, data, 512);
+	sh_expect_sense(&r.cmd, 0x0e, 0x1d, 0);
 	ck_assert_uint_eq(get_be32(r.cmd.sense + 3), 5 * 512);
 	/* descriptor format: information descriptor */
 	atomic_store(&lun0->d_sense, true);
-	run_cmd(&r, &nx, 0, vf16, 16, data, 512);
+	sh_run(&r, &nx, 0, vf16, 16, data, 512);
 	ck_assert_uint_eq(r.cmd.sense[0], 0x72);
 	ck_assert_uint_eq(r.cmd.sense[8], 0x00);
 	ck_assert_uint_eq(r.cmd.sense[10], 0x80);
@@ -1080,26 +953,26 @@ END_TEST
 START_TEST(test_write_verify_orwrite)
 {
 	static uint8_t data[4 * 512];
-	struct run r;
+	struct sh_run r;
 	uint8_t wv[12] = { 0xae, 0x02, 0, 0, 0x02, 0, 0, 0, 0, 4, 0, 0 };
 	uint8_t orw[16] = { 0x8b, 0, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0, 0, 4, 0, 0 };
 	uint8_t rd[10] = { 0x28, 0, 0, 0, 0x02, 0, 0, 0, 4, 0 };
 
 	memset(data, 0x0f, sizeof(data));
-	run_cmd(&r, &nx, 0, wv, 12, data, sizeof(data));
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, wv, 12, data, sizeof(data));
+	sh_expect_good(&r.cmd);
 	memset(data, 0xf0, sizeof(data));
 	data[100] = 0x01;
-	run_cmd(&r, &nx, 0, orw, 16, data, sizeof(data));
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_run(&r, &nx, 0, orw, 16, data, sizeof(data));
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
 	ck_assert_uint_eq(buf[0], 0xff);
 	ck_assert_uint_eq(buf[100], 0x0f);
 	ck_assert_uint_eq(buf[2047], 0xff);
 	/* ORWRITE on a read-only LUN */
 	orw[8] = 0;
-	run_cmd(&r, &nx, 3, orw, 16, data, 4 * 4096);
-	expect_sense(&r.cmd, 7, 0x27, 0);
+	sh_run(&r, &nx, 3, orw, 16, data, 4 * 4096);
+	sh_expect_sense(&r.cmd, 7, 0x27, 0);
 }
 END_TEST
 
@@ -1107,48 +980,48 @@ END_TEST
 START_TEST(test_async_pending_and_errors)
 {
 	static uint8_t data[512];
-	struct run r;
+	struct sh_run r;
 	uint8_t rd[10] = { 0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
 	uint8_t wr[10] = { 0x2a, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
 	uint8_t sc[10] = { 0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-	int before = completed;
+	int before = sh_completed;
 
-	run_cmd(&r, &nx, 2, rd, 10, NULL, 0);
+	sh_run(&r, &nx, 2, rd, 10, NULL, 0);
 	ck_assert(r.pending);
-	ck_assert_int_eq(completed, before);
+	ck_assert_int_eq(sh_completed, before);
 	fake_release(0);
-	ck_assert_int_eq(completed, before + 1);
-	expect_good(&r.cmd);
+	ck_assert_int_eq(sh_completed, before + 1);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.data_len, 512);
 	ck_assert_uint_eq(buf[0], 0x5a);
 
-	run_cmd(&r, &nx, 2, rd, 10, NULL, 0);
+	sh_run(&r, &nx, 2, rd, 10, NULL, 0);
 	fake_release(-EIO);
-	expect_sense(&r.cmd, 3, 0x11, 0);
+	sh_expect_sense(&r.cmd, 3, 0x11, 0);
 	ck_assert_uint_eq(r.cmd.data_len, 0);
 
-	run_cmd(&r, &nx, 2, wr, 10, data, 512);
+	sh_run(&r, &nx, 2, wr, 10, data, 512);
 	ck_assert(r.pending);
 	fake_release(-EIO);
-	expect_sense(&r.cmd, 3, 0x0c, 0);
+	sh_expect_sense(&r.cmd, 3, 0x0c, 0);
 
-	run_cmd(&r, &nx, 2, wr, 10, data, 512);
+	sh_run(&r, &nx, 2, wr, 10, data, 512);
 	fake_release(-ENOSPC);
-	expect_sense(&r.cmd, 7, 0x27, 0x07);
+	sh_expect_sense(&r.cmd, 7, 0x27, 0x07);
 
-	run_cmd(&r, &nx, 2, sc, 10, NULL, 0);
+	sh_run(&r, &nx, 2, sc, 10, NULL, 0);
 	ck_assert(r.pending);
 	ck_assert_int_eq(fake.last_op, BS_OP_FLUSH);
 	fake_release(0);
-	expect_good(&r.cmd);
-	ck_assert_int_eq(completed, before + 5);
+	sh_expect_good(&r.cmd);
+	ck_assert_int_eq(sh_completed, before + 5);
 }
 END_TEST
 
 /* --- removable medium: START STOP UNIT and PREVENT ALLOW --- */
 START_TEST(test_removable)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t eject[6] = { 0x1b, 0, 0, 0, 0x02, 0 };
 	uint8_t load[6] = { 0x1b, 0, 0, 0, 0x03, 0 };
 	uint8_t prevent[6] = { 0x1e, 0, 0, 0, 1, 0 };
@@ -1156,39 +1029,39 @@ START_TEST(test_removable)
 	uint8_t rd[10] = { 0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
 	uint8_t rs[6] = { 0x03, 0, 0, 0, 18, 0 };
 
-	run_cmd(&r, &nx, 1, eject, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 1, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 2, 0x3a, 0);
-	run_cmd(&r, &nx, 1, rd, 10, NULL, 0);
-	expect_sense(&r.cmd, 2, 0x3a, 0);
-	run_cmd(&r, &nx, 1, rs, 6, NULL, 0);
+	sh_run(&r, &nx, 1, eject, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 2, 0x3a, 0);
+	sh_run(&r, &nx, 1, rd, 10, NULL, 0);
+	sh_expect_sense(&r.cmd, 2, 0x3a, 0);
+	sh_run(&r, &nx, 1, rs, 6, NULL, 0);
 	ck_assert_uint_eq(buf[12], 0x3a);
-	run_cmd(&r, &nx, 1, load, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 1, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx2, 1, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 6, 0x28, 0);
+	sh_run(&r, &nx, 1, load, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx2, 1, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 6, 0x28, 0);
 	/* prevention by two nexuses, released one by allow and one by loss */
-	run_cmd(&r, &nx, 1, prevent, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 1, prevent, 6, NULL, 0);
-	run_cmd(&r, &nx2, 1, prevent, 6, NULL, 0);
+	sh_run(&r, &nx, 1, prevent, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 1, prevent, 6, NULL, 0);
+	sh_run(&r, &nx2, 1, prevent, 6, NULL, 0);
 	ck_assert_uint_eq(atomic_load(&lun1->prevent), 2);
-	run_cmd(&r, &nx, 1, eject, 6, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x53, 0x02);
-	run_cmd(&r, &nx, 1, allow, 6, NULL, 0);
-	run_cmd(&r, &nx, 1, eject, 6, NULL, 0);
-	expect_sense(&r.cmd, 5, 0x53, 0x02);
+	sh_run(&r, &nx, 1, eject, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x53, 0x02);
+	sh_run(&r, &nx, 1, allow, 6, NULL, 0);
+	sh_run(&r, &nx, 1, eject, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 5, 0x53, 0x02);
 	scsi_nexus_detach(&nx2);
 	ck_assert_uint_eq(atomic_load(&lun1->prevent), 0);
 	scsi_nexus_attach(&tgt, &nx2);
-	run_cmd(&r, &nx, 1, eject, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 1, load, 6, NULL, 0);
+	sh_run(&r, &nx, 1, eject, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 1, load, 6, NULL, 0);
 	/* a LUN reset releases prevention too */
-	run_cmd(&r, &nx, 1, prevent, 6, NULL, 0);
+	sh_run(&r, &nx, 1, prevent, 6, NULL, 0);
 	scsi_lun_reset(lun1, &nx);
 	ck_assert_uint_eq(atomic_load(&lun1->prevent), 0);
 }
@@ -1196,87 +1069,87 @@ END_TEST
 
 START_TEST(test_stopped)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t stop[6] = { 0x1b, 0, 0, 0, 0x04, 0 };    /* NO_FLUSH */
 	uint8_t stop_flush[6] = { 0x1b, 0, 0, 0, 0x00, 0 };
 	uint8_t start[6] = { 0x1b, 0, 0, 0, 0x01, 0 };
 	uint8_t inq[6] = { 0x12, 0, 0, 0, 36, 0 };
 
-	run_cmd(&r, &nx, 0, stop, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, stop, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert(atomic_load(&lun0->stopped));
 	/* stopped is recorded, but media access is not refused */
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, inq, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, start, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, inq, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, start, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	/* stopping with a flush goes through the backstore */
-	run_cmd(&r, &nx, 2, stop_flush, 6, NULL, 0);
+	sh_run(&r, &nx, 2, stop_flush, 6, NULL, 0);
 	ck_assert(r.pending);
 	ck_assert_int_eq(fake.last_op, BS_OP_FLUSH);
 	fake_release(0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	ck_assert(atomic_load(&lun2->stopped));
-	run_cmd(&r, &nx, 2, start, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 2, start, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 }
 END_TEST
 
 START_TEST(test_sanitize_overwrite)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t san[10] = { 0x48, 0x01, 0, 0, 0, 0, 0, 0, 4 + 4, 0 };
 	uint8_t exitf[10] = { 0x48, 0x1f, 0, 0, 0, 0, 0, 0, 0, 0 };
 	uint8_t rd[10] = { 0x28, 0, 0, 0, 0x3f, 0xff, 0, 0, 1, 0 };
 	uint8_t param[8] = { 0x01, 0, 0, 4, 0xde, 0xad, 0xbe, 0xef };
 	unsigned i;
 
-	run_cmd(&r, &nx, 0, san, 10, param, sizeof(param));
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, san, 10, param, sizeof(param));
+	sh_expect_good(&r.cmd);
 	ck_assert(!atomic_load(&lun0->sanitizing));
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 	for (i = 0; i < 512; i += 4)
 		ck_assert_uint_eq(get_be32(buf + i), 0xdeadbeef);
 	/* INVERT with two passes leaves the inverted pattern */
 	param[0] = 0x82;
-	run_cmd(&r, &nx, 0, san, 10, param, sizeof(param));
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_run(&r, &nx, 0, san, 10, param, sizeof(param));
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
 	ck_assert_uint_eq(get_be32(buf), ~0xdeadbeefu);
 	/* OVERWRITE COUNT 0 and bad pattern length are refused */
 	param[0] = 0x00;
-	run_cmd(&r, &nx, 0, san, 10, param, sizeof(param));
-	expect_sense(&r.cmd, 5, 0x26, 0);
+	sh_run(&r, &nx, 0, san, 10, param, sizeof(param));
+	sh_expect_sense(&r.cmd, 5, 0x26, 0);
 	param[0] = 0x01;
 	param[3] = 5;
-	run_cmd(&r, &nx, 0, san, 10, param, sizeof(param));
-	expect_sense(&r.cmd, 5, 0x26, 0);
+	sh_run(&r, &nx, 0, san, 10, param, sizeof(param));
+	sh_expect_sense(&r.cmd, 5, 0x26, 0);
 	/* while a sanitize runs, medium commands see SANITIZE IN PROGRESS */
 	atomic_store(&lun0->sanitizing, true);
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_sense(&r.cmd, 2, 0x04, 0x1b);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_sense(&r.cmd, 2, 0x04, 0x1b);
 	ck_assert_uint_eq(r.cmd.sense[15], 0x80);           /* progress indication */
 	atomic_store(&lun0->sanitizing, false);
 	/* failure mode until EXIT FAILURE MODE */
 	atomic_store(&lun0->sanitize_failed, true);
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_sense(&r.cmd, 3, 0x31, 0x03);
-	run_cmd(&r, &nx, 0, exitf, 10, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_sense(&r.cmd, 3, 0x31, 0x03);
+	sh_run(&r, &nx, 0, exitf, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 }
 END_TEST
 
 /* IMMED=1: GOOD at once, then SANITIZE IN PROGRESS until the job ends */
 START_TEST(test_sanitize_immed)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t san[10] = { 0x48, 0x81, 0, 0, 0, 0, 0, 0, 4 + 2, 0 };
 	uint8_t param[6] = { 0x01, 0, 0, 2, 0x12, 0x34 };
 	uint8_t rd[10] = { 0x28, 0, 0, 0, 0x20, 0, 0, 0, 1, 0 };
@@ -1284,26 +1157,26 @@ START_TEST(test_sanitize_immed)
 	uint8_t rs[6] = { 0x03, 0, 0, 0, 18, 0 };
 	int spins = 0;
 
-	run_cmd(&r, &nx, 0, san, 10, param, sizeof(param));
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, san, 10, param, sizeof(param));
+	sh_expect_good(&r.cmd);
 	ck_assert(atomic_load(&lun0->sanitizing));
-	run_cmd(&r, &nx, 0, cdb_tur, 6, NULL, 0);
-	expect_sense(&r.cmd, 2, 0x04, 0x1b);
-	run_cmd(&r, &nx2, 0, san, 10, param, sizeof(param));
-	expect_sense(&r.cmd, 2, 0x04, 0x1b);
-	run_cmd(&r, &nx, 0, inq, 6, NULL, 0);
-	expect_good(&r.cmd);
-	run_cmd(&r, &nx, 0, rs, 6, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, cdb_tur, 6, NULL, 0);
+	sh_expect_sense(&r.cmd, 2, 0x04, 0x1b);
+	sh_run(&r, &nx2, 0, san, 10, param, sizeof(param));
+	sh_expect_sense(&r.cmd, 2, 0x04, 0x1b);
+	sh_run(&r, &nx, 0, inq, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rs, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(buf[2], 2);
 	ck_assert_uint_eq(buf[12], 0x04);
 	ck_assert_uint_eq(buf[13], 0x1b);
 	while (atomic_load(&lun0->sanitizing) && spins++ < 10000)
-		io_engine_wait(eng);
+		io_engine_wait(sh_eng);
 	ck_assert(!atomic_load(&lun0->sanitizing));
 	ck_assert(!atomic_load(&lun0->sanitize_failed));
-	run_cmd(&r, &nx, 0, rd, 10, NULL, 0);
-	expect_good(&r.cmd);
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(get_be16(buf), 0x1234);
 	ck_assert_uint_eq(get_be16(buf + 510), 0x1234);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "tests/check_suites.h"
+#include "tests/scsi_harness.h"
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
 #include "scsi/scsi.h"
@@ -26,21 +27,17 @@
 
 static struct scsi_target tgt;
 static struct scsi_nexus nx;
-static struct io_engine *eng;
 static struct backstore *membs;
 static struct scsi_lun *lun;
 static uint8_t *buf;
-static int completed;
 
 static void setup(void)
 {
-	struct bs_params bp = { .type = "memory", .size = (uint64_t)ST_BLOCKS * 512, .block_size = 512 };
 	struct scsi_lun_params lp = { .id = 0, .block_size = 512, .nblocks = ST_BLOCKS };
-	char err[128];
 
-	eng = io_engine_create(64, false);
-	ck_assert_ptr_nonnull(eng);
-	ck_assert_int_eq(backstore_open(&membs, &bp, err, sizeof(err)), 0);
+	sh_setup(1u << 20);
+	buf = sh_buf;
+	membs = sh_memory_bs((uint64_t)ST_BLOCKS * 512, false);
 	scsi_target_init(&tgt, ST_IQN, 0);
 	ck_assert_int_eq(scsi_lun_create(&lun, &tgt, &lp, membs), 0);
 	ck_assert_ptr_nonnull(lun->priv_stats);
@@ -48,8 +45,6 @@ static void setup(void)
 	memset(&nx, 0, sizeof(nx));
 	nx.id = 1;
 	scsi_nexus_attach(&tgt, &nx);
-	buf = calloc(1, 1u << 20);
-	ck_assert_ptr_nonnull(buf);
 }
 
 static void teardown(void)
@@ -57,49 +52,19 @@ static void teardown(void)
 	scsi_nexus_detach(&nx);
 	scsi_lun_destroy(lun);
 	scsi_target_destroy(&tgt);
-	io_engine_destroy(eng);
+	sh_teardown();
 	backstore_close(membs);
-	free(buf);
 }
 
-static void on_complete(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-	completed++;
-}
-
-/* Run a CDB the way the transport does, including the statistics hooks:
- * hold at parse, cmd_done at status, release at the end. */
+/* Run a CDB the way the transport does, with the statistics hooks: hold
+ * at parse, cmd_done at status, release at the end (tests/scsi_harness.c
+ * checks that the LUN is held until then). */
 static uint8_t run(const uint8_t *cdb, const void *out, uint32_t out_len)
 {
-	struct scsi_cmd c;
-	int before = completed;
+	struct sh_run r;
 
-	memset(&c, 0, sizeof(c));
-	c.buf = buf;
-	c.buf_cap = 1u << 20;
-	scsi_cmd_reset(&c);
-	c.nexus = &nx;
-	c.lun_id = 0;
-	memcpy(c.cdb, cdb, 16);
-	c.eng = eng;
-	c.complete = on_complete;
-	c.start_ns = scsi_stats_now_ns();
-	if (scsi_cmd_parse(&c) == SR_OK) {
-		c.exp_xfer_len = out ? out_len : c.xfer_len;
-		if (c.dir == SCSI_DIR_WRITE) {
-			c.buf_len = MIN(c.xfer_len, out_len);
-			if (out)
-				memcpy(c.buf, out, c.buf_len);
-		}
-		if (scsi_cmd_execute(&c))
-			while (completed == before)
-				io_engine_wait(eng);
-	}
-	scsi_stats_cmd_done(&c);
-	ck_assert(scsi_stats_lun_busy(lun));
-	scsi_stats_release(&c);
-	return c.status;
+	sh_run(&r, &nx, 0, cdb, 16, out, out_len);
+	return r.cmd.status;
 }
 
 static void snap(struct scsi_stats_counters *c)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/check_suites.h"
+#include "tests/scsi_harness.h"
 #include "scsi/scsi.h"
 #include "scsi/rangelock.h"
 #include "backstore/backstore.h"
@@ -225,73 +226,23 @@ END_TEST
 #define MEM_BLOCKS 16384u               /* 8 MiB of 512-byte blocks */
 #define BUF_CAP (4u * 1024 * 1024)
 
-struct fake_bs {
-	struct bs_io *pending[8];
-	int npending;
-};
-static struct fake_bs fake;
-
-static void fake_submit(struct io_engine *e, struct bs_io *io)
-{
-	(void)e;
-	fake.pending[fake.npending++] = io;
-}
-
-static const struct backstore_ops fake_ops = { .name = "fake", .submit = fake_submit };
-
-/* Complete the oldest held request; READs return fill. */
-static struct bs_io *fake_release(uint8_t fill)
-{
-	struct bs_io *io;
-	int i;
-
-	ck_assert_int_gt(fake.npending, 0);
-	io = fake.pending[0];
-	memmove(fake.pending, fake.pending + 1, sizeof(fake.pending[0]) * (size_t)--fake.npending);
-	io->result = (int64_t)io->len;
-	if (io->op == BS_OP_READ)
-		for (i = 0; i < io->iovcnt; i++)
-			memset(io->iov[i].iov_base, fill, io->iov[i].iov_len);
-	io->done(io);
-	return io;
-}
-
 static struct scsi_target tgt, other;
 static struct scsi_nexus nx, nxo;
-static struct io_engine *eng;
-static struct backstore *thin_bs, *thick_bs, *other_bs, fakebs;
+static struct backstore *thin_bs, *thick_bs, *other_bs, *thin2_bs;
+static struct sh_fake fake;             /* LUN 2: holds requests until released */
 static struct scsi_lun *lun_thin, *lun_thick, *lun_fake, *lun_other, *lun_thin2;
-static struct backstore *thin2_bs;
-static uint8_t *buf;
-static int completed;
-
-static struct backstore *mem_bs(bool thin)
-{
-	struct bs_params bp = { .type = "memory", .size = (uint64_t)MEM_BLOCKS * 512,
-				.block_size = 512, .thin = thin };
-	struct backstore *bs;
-	char err[128];
-
-	ck_assert_int_eq(backstore_open(&bs, &bp, err, sizeof(err)), 0);
-	return bs;
-}
 
 static void setup(void)
 {
 	struct scsi_lun_params lp = { .id = 0, .block_size = 512, .nblocks = MEM_BLOCKS,
 				      .thin = true };
-	unsigned i;
 
-	eng = io_engine_create(64, false);
-	thin_bs = mem_bs(true);
-	thin2_bs = mem_bs(true);
-	thick_bs = mem_bs(false);
-	other_bs = mem_bs(true);
-	memset(&fakebs, 0, sizeof(fakebs));
-	fakebs.ops = &fake_ops;
-	fakebs.fd = -1;
-	fakebs.size = (uint64_t)MEM_BLOCKS * 512;
-	memset(&fake, 0, sizeof(fake));
+	sh_setup(BUF_CAP);
+	thin_bs = sh_memory_bs((uint64_t)MEM_BLOCKS * 512, true);
+	thin2_bs = sh_memory_bs((uint64_t)MEM_BLOCKS * 512, true);
+	thick_bs = sh_memory_bs((uint64_t)MEM_BLOCKS * 512, false);
+	other_bs = sh_memory_bs((uint64_t)MEM_BLOCKS * 512, true);
+	sh_fake_init(&fake, (uint64_t)MEM_BLOCKS * 512);
 
 	scsi_target_init(&tgt, V_NAME, 1);
 	scsi_target_init(&other, V_OTHER, 2);
@@ -300,7 +251,7 @@ static void setup(void)
 	lp.thin = false;
 	ck_assert_int_eq(scsi_lun_create(&lun_thick, &tgt, &lp, thick_bs), 0);
 	lp.id = 2;
-	ck_assert_int_eq(scsi_lun_create(&lun_fake, &tgt, &lp, &fakebs), 0);
+	ck_assert_int_eq(scsi_lun_create(&lun_fake, &tgt, &lp, &fake.bs), 0);
 	lp.id = 3;
 	lp.thin = true;
 	ck_assert_int_eq(scsi_lun_create(&lun_thin2, &tgt, &lp, thin2_bs), 0);
@@ -311,23 +262,8 @@ static void setup(void)
 	tgt.luns[2] = lun_fake;
 	tgt.luns[3] = lun_thin2;
 	other.luns[0] = lun_other;
-	memset(&nx, 0, sizeof(nx));
-	nx.id = 1;
-	nx.rel_tport_id = 1;
-	nx.tpgt = 1;
-	scsi_nexus_attach(&tgt, &nx);
-	memset(&nxo, 0, sizeof(nxo));
-	nxo.id = 2;
-	nxo.tpgt = 1;
-	scsi_nexus_attach(&other, &nxo);
-	for (i = 0; i < SCSI_MAX_LUNS; i++) {
-		scsi_ua_clear(&nx, (uint16_t)i);
-		scsi_ua_clear(&nxo, (uint16_t)i);
-	}
-	buf = aligned_alloc(4096, BUF_CAP);
-	ck_assert_ptr_nonnull(buf);
-	memset(buf, 0, BUF_CAP);
-	completed = 0;
+	sh_nexus_attach(&tgt, &nx, 1);
+	sh_nexus_attach(&other, &nxo, 2);
 }
 
 static void teardown(void)
@@ -341,79 +277,24 @@ static void teardown(void)
 	scsi_lun_destroy(lun_other);
 	scsi_target_destroy(&tgt);
 	scsi_target_destroy(&other);
-	io_engine_destroy(eng);
+	sh_teardown();
 	backstore_close(thin_bs);
 	backstore_close(thin2_bs);
 	backstore_close(thick_bs);
 	backstore_close(other_bs);
-	free(buf);
 }
 
-static void on_complete(struct scsi_cmd *cmd)
+/* LUN 2's oldest request succeeds; READs read fill. */
+static struct bs_io *fake_release(uint8_t fill)
 {
-	(void)cmd;
-	completed++;
+	return sh_fake_release(&fake, 0, fill);
 }
 
-struct run {
-	struct scsi_cmd cmd;
-	bool parse_failed;
-	bool pending;
-};
-
-/* Parse and run a CDB like the transport: exp_xfer_len = out_len before
- * parsing; waits for completion unless the LUN is the fake one. */
-static void run(struct run *r, struct scsi_nexus *n, uint64_t lun, const uint8_t *cdb,
+/* A 16-byte CDB on a LUN of nx's target (tests/scsi_harness.h). */
+static void run(struct sh_run *r, struct scsi_nexus *n, uint64_t lun, const uint8_t *cdb,
 		const void *out, uint32_t out_len)
 {
-	struct scsi_cmd *c = &r->cmd;
-	int before = completed;
-
-	memset(r, 0, sizeof(*r));
-	c->buf = buf;
-	c->buf_cap = BUF_CAP;
-	scsi_cmd_reset(c);
-	c->nexus = n;
-	c->lun_id = lun;
-	memcpy(c->cdb, cdb, 16);
-	c->eng = eng;
-	c->complete = on_complete;
-	c->exp_xfer_len = out ? out_len : 0;
-	c->exp_dir = out ? SCSI_DIR_WRITE : SCSI_DIR_READ;
-	if (out)
-		memcpy(buf, out, out_len);
-	if (scsi_cmd_parse(c) != SR_OK) {
-		r->parse_failed = true;
-		return;
-	}
-	if (!out)
-		c->exp_xfer_len = c->xfer_len;
-	ck_assert_uint_le(scsi_cmd_buf_need(c), BUF_CAP);
-	if (c->dir == SCSI_DIR_WRITE)
-		c->buf_len = MIN(c->xfer_len, c->exp_xfer_len);
-	if (!scsi_cmd_execute(c))
-		return;
-	if (c->lun == lun_fake) {
-		r->pending = true;
-		return;
-	}
-	while (completed == before)
-		io_engine_wait(eng);
-}
-
-static void expect_sense(const struct scsi_cmd *c, uint8_t key, uint8_t asc, uint8_t ascq)
-{
-	ck_assert_uint_eq(c->status, SAM_STAT_CHECK_CONDITION);
-	ck_assert_uint_eq(c->sense[0] & 0x7f, 0x70);
-	ck_assert_uint_eq(c->sense[2] & 0x0f, key);
-	ck_assert_uint_eq(c->sense[12], asc);
-	ck_assert_uint_eq(c->sense[13], ascq);
-}
-
-static void expect_good(const struct scsi_cmd *c)
-{
-	ck_assert_msg(c->status == SAM_STAT_GOOD, "status %u sense %02x/%02x/%02x", c->status,
-		      c->sense[2] & 0x0f, c->sense[12], c->sense[13]);
+	sh_run(r, n, lun, cdb, 16, out, out_len);
 }
 
 static void cdb16(uint8_t *cdb, uint8_t op, uint8_t b1, uint64_t lba, uint32_t len)
@@ -427,23 +308,23 @@ static void cdb16(uint8_t *cdb, uint8_t op, uint8_t b1, uint64_t lba, uint32_t l
 
 static void mem_write(struct scsi_lun *l, uint64_t lba, const uint8_t *data, uint32_t len)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16];
 
 	cdb16(cdb, 0x8a, 0, lba, len / 512);
 	run(&r, &nx, l->id, cdb, data, len);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 }
 
 static void mem_read(struct scsi_lun *l, uint64_t lba, uint8_t *out, uint32_t len)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16];
 
 	cdb16(cdb, 0x88, 0, lba, len / 512);
 	run(&r, &nx, l->id, cdb, NULL, 0);
-	expect_good(&r.cmd);
-	memcpy(out, buf, len);
+	sh_expect_good(&r.cmd);
+	memcpy(out, sh_buf, len);
 }
 
 static void caw_cdb(uint8_t *cdb, uint8_t b1, uint64_t lba, uint8_t n)
@@ -459,7 +340,7 @@ static void caw_cdb(uint8_t *cdb, uint8_t b1, uint64_t lba, uint8_t n)
 
 START_TEST(caw_validation)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16], data[2048];
 
 	memset(data, 0, sizeof(data));
@@ -467,32 +348,32 @@ START_TEST(caw_validation)
 	caw_cdb(cdb, 0, 0, 0);
 	run(&r, &nx, 0, cdb, data, 1024);
 	ck_assert(r.parse_failed);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	/* ... and without: nothing to do, GOOD */
 	run(&r, &nx, 0, cdb, NULL, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	/* data-out not 2 x NUMBER blocks */
 	caw_cdb(cdb, 0, 0, 1);
 	run(&r, &nx, 0, cdb, data, 2048);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	/* past the end */
 	caw_cdb(cdb, 0, MEM_BLOCKS - 1, 2);
 	run(&r, &nx, 0, cdb, data, 2048);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
 	/* WRPROTECT: no protection information */
 	caw_cdb(cdb, 0x20, 0, 1);
 	run(&r, &nx, 0, cdb, data, 1024);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	/* DPO and FUA are accepted */
 	caw_cdb(cdb, 0x18, 0, 1);
 	run(&r, &nx, 0, cdb, data, 1024);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 }
 END_TEST
 
 START_TEST(caw_compare_and_miscompare)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16], data[4 * 512], medium[2 * 512];
 
 	memset(medium, 'A', sizeof(medium));
@@ -502,7 +383,7 @@ START_TEST(caw_compare_and_miscompare)
 	memset(data + 1024, 'B', 1024);
 	caw_cdb(cdb, 0, 10, 2);
 	run(&r, &nx, 0, cdb, data, 2048);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	mem_read(lun_thin, 10, medium, 1024);
 	ck_assert_uint_eq(medium[0], 'B');
 	ck_assert_uint_eq(medium[1023], 'B');
@@ -511,7 +392,7 @@ START_TEST(caw_compare_and_miscompare)
 	data[700] = 'x';
 	memset(data + 1024, 'C', 1024);
 	run(&r, &nx, 0, cdb, data, 2048);
-	expect_sense(&r.cmd, SK_MISCOMPARE, 0x1d, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_MISCOMPARE, 0x1d, 0x00);
 	ck_assert_uint_eq(r.cmd.sense[0] & 0x80, 0x80);
 	ck_assert_uint_eq(get_be32(r.cmd.sense + 3), 700);
 	mem_read(lun_thin, 10, medium, 1024);
@@ -524,7 +405,7 @@ END_TEST
 /* COMPARE AND WRITE waits for a WRITE in flight on its LBA, then reads. */
 START_TEST(caw_waits_for_write)
 {
-	struct run w, c;
+	struct sh_run w, c;
 	uint8_t cdb[16], data[1024];
 	struct bs_io *io;
 
@@ -536,37 +417,37 @@ START_TEST(caw_waits_for_write)
 	/* its own buffer: the command keeps pointing into it */
 	{
 		static uint8_t buf2[BUF_CAP] __attribute__((aligned(4096)));
-		uint8_t *save = buf;
+		uint8_t *save = sh_buf;
 
-		buf = buf2;
+		sh_buf = buf2;
 		memset(data, 0x11, 512);
 		memset(data + 512, 0x22, 512);
 		caw_cdb(cdb, 0, 5, 1);
 		run(&c, &nx, 2, cdb, data, 1024);
-		buf = save;
+		sh_buf = save;
 	}
 	ck_assert(c.pending);
 	/* queued on the range lock: no backstore request yet */
 	ck_assert_int_eq(fake.npending, 1);
 	io = fake_release(0);
 	ck_assert_int_eq(io->op, BS_OP_WRITE);
-	ck_assert_int_eq(completed, 1);
-	io_engine_wait(eng);        /* the grant arrives through the engine */
+	ck_assert_int_eq(sh_completed, 1);
+	io_engine_wait(sh_eng);        /* the grant arrives through the engine */
 	ck_assert_int_eq(fake.npending, 1);
 	ck_assert_int_eq(fake.pending[0]->op, BS_OP_READ);
 	fake_release(0x11);         /* compare data matches */
 	ck_assert_int_eq(fake.npending, 1);
 	ck_assert_int_eq(fake.pending[0]->op, BS_OP_WRITE);
 	fake_release(0);
-	ck_assert_int_eq(completed, 2);
-	expect_good(&c.cmd);
+	ck_assert_int_eq(sh_completed, 2);
+	sh_expect_good(&c.cmd);
 }
 END_TEST
 
 /* An abort seen before the write is submitted: nothing written. */
 START_TEST(caw_abort_before_write)
 {
-	struct run c;
+	struct sh_run c;
 	uint8_t cdb[16], data[1024];
 
 	memset(data, 0x11, 512);
@@ -578,14 +459,14 @@ START_TEST(caw_abort_before_write)
 	atomic_store(&c.cmd.aborted, true);
 	fake_release(0x11);
 	ck_assert_int_eq(fake.npending, 0);         /* no WRITE */
-	ck_assert_int_eq(completed, 1);
+	ck_assert_int_eq(sh_completed, 1);
 	ck_assert_uint_eq(c.cmd.status, SAM_STAT_TASK_ABORTED);
 	/* and the lock was released: another COMPARE AND WRITE proceeds */
 	run(&c, &nx, 2, cdb, data, 1024);
 	ck_assert_int_eq(fake.npending, 1);
 	fake_release(0x11);
 	fake_release(0);
-	expect_good(&c.cmd);
+	sh_expect_good(&c.cmd);
 }
 END_TEST
 
@@ -597,8 +478,8 @@ START_TEST(caw_against_reserve)
 	static uint8_t buf2[BUF_CAP] __attribute__((aligned(4096)));
 	static uint8_t buf3[BUF_CAP] __attribute__((aligned(4096)));
 	struct scsi_nexus nx2;
-	struct run w, rv, c;
-	uint8_t cdb[16], data[1024], *save = buf;
+	struct sh_run w, rv, c;
+	uint8_t cdb[16], data[1024], *save = sh_buf;
 	unsigned k;
 
 	memset(&nx2, 0, sizeof(nx2));
@@ -613,25 +494,25 @@ START_TEST(caw_against_reserve)
 	ck_assert(w.pending);
 	memset(cdb, 0, 16);
 	cdb[0] = 0x16;                       /* RESERVE(6) from another nexus */
-	buf = buf2;
+	sh_buf = buf2;
 	run(&rv, &nx2, 2, cdb, NULL, 0);
 	ck_assert(rv.pending);               /* waits for the WRITE */
 	caw_cdb(cdb, 0, 5, 1);
-	buf = buf3;
+	sh_buf = buf3;
 	run(&c, &nx, 2, cdb, data, 1024);
-	buf = save;
+	sh_buf = save;
 	ck_assert(c.pending);
 	ck_assert_int_eq(fake.npending, 1);
 	fake_release(0);                     /* the WRITE ends */
-	while (completed < 3)
-		io_engine_wait(eng);
-	expect_good(&rv.cmd);
+	while (sh_completed < 3)
+		io_engine_wait(sh_eng);
+	sh_expect_good(&rv.cmd);
 	ck_assert_uint_eq(c.cmd.status, SAM_STAT_RESERVATION_CONFLICT);
 	ck_assert_int_eq(fake.npending, 0);  /* no READ, no WRITE */
 	memset(cdb, 0, 16);
 	cdb[0] = 0x17;
 	run(&rv, &nx2, 2, cdb, NULL, 0);
-	expect_good(&rv.cmd);
+	sh_expect_good(&rv.cmd);
 	scsi_nexus_detach(&nx2);
 }
 END_TEST
@@ -640,42 +521,42 @@ END_TEST
 
 START_TEST(ws_validation)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16], blk[512];
 
 	memset(blk, 0, sizeof(blk));
 	/* UNMAP on a thick LUN: LBPWS is 0 */
 	cdb16(cdb, 0x93, 0x08, 0, 8);
 	run(&r, &nx, 1, cdb, blk, 512);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	/* ANCHOR: ANC_SUP is 0 */
 	cdb16(cdb, 0x93, 0x18, 0, 8);
 	run(&r, &nx, 0, cdb, blk, 512);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	/* past the end, and LBA past the end with 0 blocks */
 	cdb16(cdb, 0x93, 0, MEM_BLOCKS - 1, 2);
 	run(&r, &nx, 0, cdb, blk, 512);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
 	cdb16(cdb, 0x93, 0, MEM_BLOCKS, 0);
 	run(&r, &nx, 0, cdb, blk, 512);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
 	/* data-out other than one block */
 	cdb16(cdb, 0x93, 0, 0, 2);
 	run(&r, &nx, 0, cdb, blk, 256);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	/* WRITE SAME(10): the same, 0 blocks = to the end (8 MiB < max) */
 	memset(cdb, 0, 16);
 	cdb[0] = 0x41;
 	put_be32(cdb + 2, MEM_BLOCKS - 4);
 	run(&r, &nx, 0, cdb, blk, 512);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(r.cmd.nblocks, 4);
 }
 END_TEST
 
 START_TEST(ws_pattern_and_zero)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16], blk[512], *rd = malloc(3000 * 512);
 	unsigned i;
 
@@ -685,7 +566,7 @@ START_TEST(ws_pattern_and_zero)
 	/* 3000 blocks: more than one vectored request (1024 blocks each) */
 	cdb16(cdb, 0x93, 0, 100, 3000);
 	run(&r, &nx, 0, cdb, blk, 512);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	mem_read(lun_thin, 100, rd, 3000 * 512);
 	for (i = 0; i < 3000; i++)
 		ck_assert_int_eq(memcmp(rd + (size_t)i * 512, blk, 512), 0);
@@ -694,7 +575,7 @@ START_TEST(ws_pattern_and_zero)
 	/* NDOB: zeroes, no data-out */
 	cdb16(cdb, 0x93, 0x01, 200, 50);
 	run(&r, &nx, 0, cdb, NULL, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	mem_read(lun_thin, 200, rd, 50 * 512);
 	for (i = 0; i < 50 * 512; i++)
 		ck_assert_uint_eq(rd[i], 0);
@@ -722,21 +603,21 @@ static uint32_t unmap_list(uint8_t *p, const uint64_t *lba, const uint32_t *n, u
 
 static void lba_status(uint64_t lba, uint8_t *st, uint32_t *nblk)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16];
 
 	cdb16(cdb, 0x9e, 0x12, lba, 64);
 	run(&r, &nx, 0, cdb, NULL, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	ck_assert_uint_ge(r.cmd.data_len, 24);
-	ck_assert_uint_eq(get_be64(buf + 8), lba);
-	*nblk = get_be32(buf + 16);
-	*st = buf[20] & 0x0f;
+	ck_assert_uint_eq(get_be64(sh_buf + 8), lba);
+	*nblk = get_be32(sh_buf + 16);
+	*st = sh_buf[20] & 0x0f;
 }
 
 START_TEST(unmap_validation)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16], list[8 + 16 * 300];
 	uint64_t lba[300];
 	uint32_t n[300], len;
@@ -750,16 +631,16 @@ START_TEST(unmap_validation)
 	n[0] = 8;
 	len = unmap_list(list, lba, n, 1);
 	run(&r, &nx, 1, cdb, list, len);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
 	/* parameter list shorter than its header */
 	put_be16(cdb + 7, 6);
 	run(&r, &nx, 0, cdb, list, 6);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
 	/* ANCHOR */
 	cdb[1] = 0x01;
 	put_be16(cdb + 7, 24);
 	run(&r, &nx, 0, cdb, list, 24);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 	cdb[1] = 0;
 	/* more descriptors than advertised (256) */
 	for (i = 0; i < 257; i++) {
@@ -784,7 +665,7 @@ START_TEST(unmap_validation)
 		len = unmap_list(list, lba, n, 2);
 		put_be16(cdb + 7, (uint16_t)len);
 		run(&r, &nx, 0, cdb, list, len);
-		expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+		sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
 		mem_read(lun_thin, 0, pat, 512);
 		ck_assert_uint_eq(pat[0], 0x77);
 	}
@@ -793,17 +674,17 @@ START_TEST(unmap_validation)
 	put_be16(list, 4);
 	put_be16(cdb + 7, (uint16_t)len);
 	run(&r, &nx, 0, cdb, list, len);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
 	/* an empty list is not an error */
 	put_be16(cdb + 7, 0);
 	run(&r, &nx, 0, cdb, NULL, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 }
 END_TEST
 
 START_TEST(unmap_deallocates)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16], list[64], pat[64 * 512], st;
 	uint64_t lba[2] = { 64, 256 };
 	uint32_t n[2] = { 64, 8 }, len, nb;
@@ -819,7 +700,7 @@ START_TEST(unmap_deallocates)
 	len = unmap_list(list, lba, n, 2);
 	put_be16(cdb + 7, (uint16_t)len);
 	run(&r, &nx, 0, cdb, list, len);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	mem_read(lun_thin, 64, pat, sizeof(pat));
 	for (i = 0; i < sizeof(pat); i++)
 		ck_assert_uint_eq(pat[i], 0);         /* LBPRZ */
@@ -833,13 +714,13 @@ START_TEST(unmap_deallocates)
 	memset(pat, 0, 512);
 	cdb16(cdb, 0x93, 0x08, 512, 16);
 	run(&r, &nx, 0, cdb, pat, 512);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	lba_status(512, &st, &nb);
 	ck_assert_uint_eq(st, 1);
 	/* GET LBA STATUS past the end */
 	cdb16(cdb, 0x9e, 0x12, MEM_BLOCKS, 64);
 	run(&r, &nx, 0, cdb, NULL, 0);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
 }
 END_TEST
 
@@ -847,7 +728,7 @@ END_TEST
 
 static void inquiry(uint64_t lun, uint8_t page, bool evpd)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16];
 
 	memset(cdb, 0, 16);
@@ -856,49 +737,49 @@ static void inquiry(uint64_t lun, uint8_t page, bool evpd)
 	cdb[2] = page;
 	put_be16(cdb + 3, 512);
 	run(&r, &nx, lun, cdb, NULL, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 }
 
 START_TEST(advertised)
 {
-	struct run r;
+	struct sh_run r;
 	uint8_t cdb[16];
 	unsigned off, len;
 	bool seen02 = false, seenE4 = false, seen83 = false;
 
 	inquiry(0, 0, false);
-	ck_assert_uint_eq(buf[5] & 0x08, 0x08);          /* 3PC */
+	ck_assert_uint_eq(sh_buf[5] & 0x08, 0x08);          /* 3PC */
 	inquiry(0, 0xb0, true);
-	ck_assert_uint_eq(buf[5], 255);                  /* MAXIMUM COMPARE AND WRITE LENGTH */
-	ck_assert_uint_gt(get_be32(buf + 20), 0);        /* MAXIMUM UNMAP LBA COUNT */
-	ck_assert_uint_eq(get_be32(buf + 24), 256);      /* descriptors */
-	ck_assert_uint_le(get_be32(buf + 28) * 512u, 1u << 20); /* OPTIMAL UNMAP GRANULARITY */
-	ck_assert_uint_eq(get_be64(buf + 36), 65535);    /* MAXIMUM WRITE SAME LENGTH */
+	ck_assert_uint_eq(sh_buf[5], 255);                  /* MAXIMUM COMPARE AND WRITE LENGTH */
+	ck_assert_uint_gt(get_be32(sh_buf + 20), 0);        /* MAXIMUM UNMAP LBA COUNT */
+	ck_assert_uint_eq(get_be32(sh_buf + 24), 256);      /* descriptors */
+	ck_assert_uint_le(get_be32(sh_buf + 28) * 512u, 1u << 20); /* OPTIMAL UNMAP GRANULARITY */
+	ck_assert_uint_eq(get_be64(sh_buf + 36), 65535);    /* MAXIMUM WRITE SAME LENGTH */
 	inquiry(1, 0xb0, true);
-	ck_assert_uint_eq(get_be32(buf + 20), 0);        /* thick: no UNMAP */
+	ck_assert_uint_eq(get_be32(sh_buf + 20), 0);        /* thick: no UNMAP */
 	inquiry(0, 0xb2, true);
-	ck_assert_uint_eq(buf[5] & 0xe0, 0xe0);          /* LBPU LBPWS LBPWS10 */
-	ck_assert_uint_eq(buf[5] & 0x1c, 0x04);          /* LBPRZ */
+	ck_assert_uint_eq(sh_buf[5] & 0xe0, 0xe0);          /* LBPU LBPWS LBPWS10 */
+	ck_assert_uint_eq(sh_buf[5] & 0x1c, 0x04);          /* LBPRZ */
 	inquiry(1, 0xb2, true);
-	ck_assert_uint_eq(buf[5], 0);
+	ck_assert_uint_eq(sh_buf[5], 0);
 	cdb16(cdb, 0x9e, 0x10, 0, 32);
 	run(&r, &nx, 0, cdb, NULL, 0);
-	ck_assert_uint_eq(buf[14] & 0xc0, 0xc0);         /* LBPME LBPRZ */
+	ck_assert_uint_eq(sh_buf[14] & 0xc0, 0xc0);         /* LBPME LBPRZ */
 	run(&r, &nx, 1, cdb, NULL, 0);
-	ck_assert_uint_eq(buf[14] & 0xc0, 0x00);
+	ck_assert_uint_eq(sh_buf[14] & 0xc0, 0x00);
 	/* supported VPD pages list 8F; the page lists the descriptors */
 	inquiry(0, 0x00, true);
-	ck_assert_ptr_nonnull(memchr(buf + 4, 0x8f, buf[3]));
+	ck_assert_ptr_nonnull(memchr(sh_buf + 4, 0x8f, sh_buf[3]));
 	inquiry(0, 0x8f, true);
-	len = get_be16(buf + 2) + 4u;
-	for (off = 4; off + 4 <= len; off += 4u + get_be16(buf + off + 2)) {
-		uint16_t type = get_be16(buf + off);
+	len = get_be16(sh_buf + 2) + 4u;
+	for (off = 4; off + 4 <= len; off += 4u + get_be16(sh_buf + off + 2)) {
+		uint16_t type = get_be16(sh_buf + off);
 
 		if (type == 0x0001)
-			seen83 = buf[off + 5] == 0x83;
+			seen83 = sh_buf[off + 5] == 0x83;
 		if (type == 0x0008) {
-			seen02 = memchr(buf + off + 5, 0x02, buf[off + 4]) != NULL;
-			seenE4 = memchr(buf + off + 5, 0xe4, buf[off + 4]) != NULL;
+			seen02 = memchr(sh_buf + off + 5, 0x02, sh_buf[off + 4]) != NULL;
+			seenE4 = memchr(sh_buf + off + 5, 0xe4, sh_buf[off + 4]) != NULL;
 		}
 	}
 	ck_assert(seen83 && seen02 && seenE4);
@@ -943,7 +824,7 @@ static uint32_t xc_list(uint8_t *p, uint8_t id, uint8_t usage, uint32_t tdl, uin
 	return 16 + tdl + sdl;
 }
 
-static void xcopy(struct run *r, uint64_t lun, const uint8_t *list, uint32_t len)
+static void xcopy(struct sh_run *r, uint64_t lun, const uint8_t *list, uint32_t len)
 {
 	uint8_t cdb[16];
 
@@ -953,7 +834,7 @@ static void xcopy(struct run *r, uint64_t lun, const uint8_t *list, uint32_t len
 	run(r, &nx, lun, cdb, len ? list : NULL, len);
 }
 
-static void rcr(struct run *r, uint8_t sa, uint8_t id)
+static void rcr(struct sh_run *r, uint8_t sa, uint8_t id)
 {
 	uint8_t cdb[16];
 
@@ -968,86 +849,86 @@ static void rcr(struct run *r, uint8_t sa, uint8_t id)
 START_TEST(xcopy_validation)
 {
 	static uint8_t l[16 + 40 * 32 + 80 * 28];
-	struct run r;
+	struct sh_run r;
 	uint32_t tdl, sdl, i;
 
 	/* parameter list length 0: nothing, GOOD */
 	xcopy(&r, 0, l, 0);
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	/* shorter than the header */
 	memset(l, 0, sizeof(l));
 	xcopy(&r, 0, l, 12);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
 	/* lengths past the end of the list */
 	tdl = xc_cscd(l + 16, lun_thin);
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, 100);
 	xc_list(l, 1, 0, tdl, sdl);
 	xcopy(&r, 0, l, 16 + tdl + sdl - 1);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
 	/* too many CSCD descriptors (32 advertised) */
 	for (i = 0, tdl = 0; i < 33; i++)
 		tdl += xc_cscd(l + 16 + tdl, lun_thin);
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, 100);
 	xcopy(&r, 0, l, xc_list(l, 2, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x06);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x06);
 	/* too many segment descriptors (64) */
 	tdl = xc_cscd(l + 16, lun_thin);
 	for (i = 0, sdl = 0; i < 65; i++)
 		sdl += xc_seg(l + 16 + tdl + sdl, 0, 0, 1, 0, 100);
 	xcopy(&r, 0, l, xc_list(l, 3, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x08);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x08);
 	/* unsupported CSCD type (FC N_Port_Name) */
 	tdl = xc_cscd(l + 16, lun_thin);
 	l[16] = 0xe0;
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, 100);
 	xcopy(&r, 0, l, xc_list(l, 4, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x07);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x07);
 	/* unsupported segment type (stream -> stream) */
 	tdl = xc_cscd(l + 16, lun_thin);
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, 100);
 	l[16 + tdl] = 0x03;
 	xcopy(&r, 0, l, xc_list(l, 5, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x09);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x09);
 	/* LIST ID USAGE 01b is reserved; 11b needs LIST IDENTIFIER 0 */
 	tdl = xc_cscd(l + 16, lun_thin);
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, 100);
 	xcopy(&r, 0, l, xc_list(l, 6, 1, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
 	xcopy(&r, 0, l, xc_list(l, 6, 3, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
 	/* inline data: none is accepted */
 	xc_list(l, 7, 0, tdl, sdl);
 	put_be32(l + 12, 4);
 	xcopy(&r, 0, l, 16 + tdl + sdl + 4);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
 	/* DISK BLOCK LENGTH other than the LUN's */
 	tdl = xc_cscd(l + 16, lun_thin);
 	put_be24(l + 16 + 29, 4096);
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, 100);
 	xcopy(&r, 0, l, xc_list(l, 8, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x26, 0x00);
 	/* a CSCD index past the descriptors */
 	tdl = xc_cscd(l + 16, lun_thin);
 	sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 0, 100);
 	xcopy(&r, 0, l, xc_list(l, 9, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+	sh_expect_fixed_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
 	/* a segment past the end of the destination */
 	sdl = xc_seg(l + 16 + tdl, 0, 0, 8, 0, MEM_BLOCKS - 1);
 	xcopy(&r, 0, l, xc_list(l, 10, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_COPY_ABORTED, 0x00, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_COPY_ABORTED, 0x00, 0x00);
 	/* FAILED SEGMENT DETAILS of that list: the sense it ended with */
 	rcr(&r, 0x04, 10);
-	expect_good(&r.cmd);
-	ck_assert_uint_eq(buf[56], SAM_STAT_CHECK_CONDITION);
-	ck_assert_uint_ge(get_be16(buf + 58), 14);
-	ck_assert_uint_eq(buf[60 + 2] & 0x0f, SK_COPY_ABORTED);
-	/* COPY STATUS: completed with errors */
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(sh_buf[56], SAM_STAT_CHECK_CONDITION);
+	ck_assert_uint_ge(get_be16(sh_buf + 58), 14);
+	ck_assert_uint_eq(sh_buf[60 + 2] & 0x0f, SK_COPY_ABORTED);
+	/* COPY STATUS: sh_completed with errors */
 	rcr(&r, 0x00, 10);
-	expect_good(&r.cmd);
-	ck_assert_uint_eq(buf[4] & 0x7f, 0x02);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(sh_buf[4] & 0x7f, 0x02);
 	/* a list identifier never used */
 	rcr(&r, 0x00, 200);
-	expect_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	sh_expect_fixed_sense(&r.cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
 }
 END_TEST
 
@@ -1055,7 +936,7 @@ START_TEST(xcopy_copies)
 {
 	static uint8_t l[16 + 64 + 4 * 28];
 	uint8_t *pat = malloc(64 * 512), *rd = malloc(64 * 512);
-	struct run r;
+	struct sh_run r;
 	uint32_t tdl, sdl, i;
 
 	ck_assert_ptr_nonnull(pat);
@@ -1070,44 +951,44 @@ START_TEST(xcopy_copies)
 	sdl += xc_seg(l + 16 + tdl + sdl, 0, 0, 32, 1032, 3000);
 	sdl += xc_seg(l + 16 + tdl + sdl, 0, 1, 64, 1000, 200);
 	xcopy(&r, 0, l, xc_list(l, 1, 0, tdl, sdl));
-	expect_good(&r.cmd);
+	sh_expect_good(&r.cmd);
 	mem_read(lun_thin, 4000, rd, 32 * 512);
 	ck_assert_int_eq(memcmp(rd, pat, 32 * 512), 0);
 	mem_read(lun_thin, 3000, rd, 32 * 512);
 	ck_assert_int_eq(memcmp(rd, pat + 32 * 512, 32 * 512), 0);
 	{
-		struct run rr;
+		struct sh_run rr;
 		uint8_t cdb[16];
 
 		cdb16(cdb, 0x88, 0, 200, 64);
 		run(&rr, &nx, 3, cdb, NULL, 0);
-		expect_good(&rr.cmd);
-		ck_assert_int_eq(memcmp(buf, pat, 64 * 512), 0);
+		sh_expect_good(&rr.cmd);
+		ck_assert_int_eq(memcmp(sh_buf, pat, 64 * 512), 0);
 	}
 	/* COPY STATUS: done, 3 segments, 128 blocks of bytes */
 	rcr(&r, 0x00, 1);
-	expect_good(&r.cmd);
-	ck_assert_uint_eq(buf[4] & 0x7f, 0x01);
-	ck_assert_uint_eq(get_be16(buf + 5), 3);
-	ck_assert_uint_eq(buf[7], 0);
-	ck_assert_uint_eq(get_be32(buf + 8), 128 * 512);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(sh_buf[4] & 0x7f, 0x01);
+	ck_assert_uint_eq(get_be16(sh_buf + 5), 3);
+	ck_assert_uint_eq(sh_buf[7], 0);
+	ck_assert_uint_eq(get_be32(sh_buf + 8), 128 * 512);
 	/* OPERATING PARAMETERS: the limits enforced above */
 	rcr(&r, 0x03, 0);
-	expect_good(&r.cmd);
-	ck_assert_uint_eq(get_be16(buf + 8), 32);
-	ck_assert_uint_eq(get_be16(buf + 10), 64);
-	ck_assert_uint_eq(get_be32(buf + 20), 0);
-	ck_assert_uint_eq(buf[43], 2);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(get_be16(sh_buf + 8), 32);
+	ck_assert_uint_eq(get_be16(sh_buf + 10), 64);
+	ck_assert_uint_eq(get_be32(sh_buf + 20), 0);
+	ck_assert_uint_eq(sh_buf[43], 2);
 	/* a LUN of another target is never reachable (CVE-2020-28374) */
 	mem_read(lun_thin, 5000, rd, 512);
 	tdl = xc_cscd(l + 16, lun_thin);
 	tdl += xc_cscd(l + 16 + tdl, lun_other);
 	sdl = xc_seg(l + 16 + tdl, 1, 0, 8, 0, 5000);
 	xcopy(&r, 0, l, xc_list(l, 2, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+	sh_expect_fixed_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
 	sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 1000, 0);
 	xcopy(&r, 0, l, xc_list(l, 3, 0, tdl, sdl));
-	expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+	sh_expect_fixed_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
 	/* nor a LUN another initiator holds reserved (SPC-2 RESERVE) */
 	{
 		struct scsi_nexus nx2;
@@ -1123,21 +1004,21 @@ START_TEST(xcopy_copies)
 		memset(cdb, 0, 16);
 		cdb[0] = 0x16;                      /* RESERVE(6) of LUN 3 */
 		run(&r, &nx2, 3, cdb, NULL, 0);
-		expect_good(&r.cmd);
+		sh_expect_good(&r.cmd);
 		tdl = xc_cscd(l + 16, lun_thin);
 		tdl += xc_cscd(l + 16 + tdl, lun_thin2);
 		sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 1000, 0);
 		xcopy(&r, 0, l, xc_list(l, 4, 0, tdl, sdl));
-		expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+		sh_expect_fixed_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
 		sdl = xc_seg(l + 16 + tdl, 1, 0, 8, 0, 1000);
 		xcopy(&r, 0, l, xc_list(l, 5, 0, tdl, sdl));
-		expect_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
+		sh_expect_fixed_sense(&r.cmd, SK_COPY_ABORTED, 0x0d, 0x02);
 		cdb[0] = 0x17;                      /* RELEASE(6) */
 		run(&r, &nx2, 3, cdb, NULL, 0);
-		expect_good(&r.cmd);
+		sh_expect_good(&r.cmd);
 		sdl = xc_seg(l + 16 + tdl, 0, 1, 8, 1000, 0);
 		xcopy(&r, 0, l, xc_list(l, 6, 0, tdl, sdl));
-		expect_good(&r.cmd);
+		sh_expect_good(&r.cmd);
 		scsi_nexus_detach(&nx2);
 	}
 	free(pat);
