@@ -359,6 +359,21 @@ void scsi_submit(struct scsi_cmd *cmd, const struct scsi_io *rq)
 	backstore_submit(cmd->eng, io);
 }
 
+static void scsi_durable_done(struct bs_io *io)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	scsi_cmd_done(cmd, io->result < 0 ? scsi_bs_error(io->result, true) : SR_OK);
+}
+
+enum sense_reason scsi_cmd_durable(struct scsi_cmd *cmd)
+{
+	if (!scsi_lun_write_through(cmd->lun))
+		return SR_OK;
+	scsi_submit(cmd, &(struct scsi_io){ .op = BS_OP_FLUSH, .done = scsi_durable_done });
+	return SR_PENDING;
+}
+
 void *scsi_scratch(struct scsi_cmd *cmd, size_t len)
 {
 	void *p = NULL;

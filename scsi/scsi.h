@@ -365,6 +365,7 @@ struct scsi_cmd {
 		struct {                /* UNMAP */
 			uint32_t ndesc; /* block descriptors in the list */
 			uint32_t next;  /* the next one to deallocate */
+			bool dirty;     /* something was deallocated */
 		} unmap;
 		struct xcopy_job *xcopy; /* EXTENDED COPY (scsi/xcopy.c) */
 	};

@@ -159,6 +159,12 @@ static inline bool scsi_lun_write_through(const struct scsi_lun *lun)
 	return !atomic_load_explicit(&lun->wce, memory_order_relaxed);
 }
 
+/* The end of a command that modified its LUN's medium with requests that
+ * are not FUA (discard, write zeroes, copy): with WCE=0 a FLUSH first, and
+ * the command ends with it (SR_PENDING); with the write cache on, SR_OK at
+ * once. So with WCE=0 every acknowledged modification is durable. */
+enum sense_reason scsi_cmd_durable(struct scsi_cmd *cmd);
+
 /* A second buffer of len bytes for the command (VERIFY with BYTCHK, WRITE
  * AND VERIFY, ORWRITE, COMPARE AND WRITE): the room after the data in
  * cmd->buf when the transport's buffer has it (parse asks for it with

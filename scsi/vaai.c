@@ -25,7 +25,9 @@
  *    that all point at the one data-out block (no copy, no big buffer),
  *    one after another.
  *  - UNMAP: the parameter list is validated whole before anything is
- *    deallocated; then one DISCARD per descriptor, each under RL_SHARED.
+ *    deallocated; then one DISCARD per descriptor, each under RL_SHARED,
+ *    and with the write cache disabled (WCE=0) a FLUSH before GOOD, as
+ *    for WRITE SAME's fallocate-style requests (scsi_cmd_durable()).
  *  - GET LBA STATUS: asks the backstore (SEEK_DATA/SEEK_HOLE on files);
  *    synchronous lseek calls on the network thread, bounded by the number
  *    of descriptors returned.
@@ -178,28 +180,20 @@ enum sense_reason vaai_parse_caw(struct scsi_cmd *cmd)
 
 #define WS_IOV 1024u
 
-static void ws_flush_done(struct bs_io *io)
-{
-	struct scsi_cmd *cmd = io->priv;
-
-	scsi_cmd_done(cmd, io->result < 0 ? scsi_bs_error(io->result, true) : SR_OK);
-}
-
 /* fallocate-style requests are durable only after a flush: with the write
  * cache disabled (WCE=0) the command completes after one. */
 static void ws_zero_done(struct bs_io *io)
 {
 	struct scsi_cmd *cmd = io->priv;
+	enum sense_reason r;
 
 	if (io->result < 0) {
 		scsi_cmd_done(cmd, scsi_bs_error(io->result, true));
 		return;
 	}
-	if (!atomic_load_explicit(&cmd->lun->wce, memory_order_relaxed)) {
-		vaai_submit(cmd, BS_OP_FLUSH, 0, 0, NULL, 0, ws_flush_done);
-		return;
-	}
-	scsi_cmd_done(cmd, SR_OK);
+	r = scsi_cmd_durable(cmd);
+	if (r != SR_PENDING)
+		scsi_cmd_done(cmd, r);
 }
 
 static void ws_pattern_next(struct bs_io *io)
@@ -333,6 +327,7 @@ static void unmap_done(struct bs_io *io)
 		return;
 	}
 	cmd->unmap.next++;
+	cmd->unmap.dirty = true;
 	r = unmap_next(cmd);
 	if (r != SR_PENDING)
 		scsi_cmd_done(cmd, r);
@@ -362,7 +357,8 @@ static enum sense_reason unmap_next(struct scsi_cmd *cmd)
 		}
 		cmd->unmap.next++;
 	}
-	return SR_OK;
+	/* discards are durable only after a flush (WCE=0) */
+	return cmd->unmap.dirty ? scsi_cmd_durable(cmd) : SR_OK;
 }
 
 static enum sense_reason vaai_exec_unmap(struct scsi_cmd *cmd)
@@ -402,6 +398,7 @@ static enum sense_reason vaai_exec_unmap(struct scsi_cmd *cmd)
 		return scsi_invalid_param(cmd, 8, -1);
 	cmd->unmap.ndesc = ndesc;
 	cmd->unmap.next = 0;
+	cmd->unmap.dirty = false;
 	return unmap_next(cmd);
 }
 

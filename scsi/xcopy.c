@@ -22,7 +22,8 @@
  *    after another, each holding the destination range's RL_SHARED lock,
  *    so a 1 GiB clone neither starves other commands of the worker pool
  *    nor holds off a COMPARE AND WRITE for long. An abort is honoured
- *    between chunks.
+ *    between chunks. A destination whose write cache is disabled (WCE=0)
+ *    is flushed after the last segment, before GOOD.
  *  - Results for RECEIVE COPY RESULTS are kept per LUN, keyed by I_T nexus
  *    and list identifier, in a small table (XCOPY_HELD_RESULTS entries,
  *    oldest finished one reused) under xcopy_lun.xc_lock: touched twice per
@@ -64,6 +65,8 @@ struct xcopy_job {
 	uint64_t seg_done;                /* bytes of segment cur copied */
 	uint64_t total;                   /* bytes copied */
 	uint64_t chunk;                   /* bytes of the request in flight */
+	unsigned flush_seg;               /* WCE=0: next segment whose destination
+	                                   * may need a FLUSH (xcopy_flush_next) */
 	struct xcopy_held *held;          /* NULL: results not held */
 	uint64_t held_seq;                /* to find it again safely */
 	unsigned nluns;                   /* other LUNs held (scsi/stats.h) */
@@ -237,6 +240,53 @@ static void xcopy_end(struct scsi_cmd *cmd)
 }
 
 static enum sense_reason xcopy_next(struct scsi_cmd *cmd);
+static enum sense_reason xcopy_flush_next(struct scsi_cmd *cmd);
+
+/* A failed COPY or FLUSH request: the sense of a failed segment. */
+static enum sense_reason xcopy_io_error(int64_t result)
+{
+	return result == -ENOSPC || result == -EDQUOT ? SR_SPACE_ALLOC_FAILED : SR_COPY_ABORTED;
+}
+
+static void xcopy_flush_done(struct bs_io *io)
+{
+	struct scsi_cmd *cmd = io->priv;
+	enum sense_reason r;
+
+	if (io->result < 0) {
+		scsi_cmd_done(cmd, xcopy_io_error(io->result));
+		return;
+	}
+	r = xcopy_flush_next(cmd);
+	if (r != SR_PENDING)
+		scsi_cmd_done(cmd, r);
+}
+
+/* With the write cache of a destination disabled (WCE=0), what was copied
+ * there is durable before GOOD, as a WRITE would be: a COPY request is a
+ * reflink or a bounce copy, not a write through, so each such destination
+ * is flushed once, one after another, after the last segment. */
+static enum sense_reason xcopy_flush_next(struct scsi_cmd *cmd)
+{
+	struct xcopy_job *job = cmd->xcopy;
+
+	while (job->flush_seg < job->nseg) {
+		unsigned i = job->flush_seg++, k;
+		struct scsi_lun *d = job->seg[i].dst;
+
+		if (!job->seg[i].len || !scsi_lun_write_through(d))
+			continue;
+		for (k = 0; k < i && !(job->seg[k].len && job->seg[k].dst == d); k++)
+			;
+		if (k < i)
+			continue;                   /* flushed for an earlier segment */
+		scsi_submit(cmd, &(struct scsi_io){
+			.lun = d, .op = BS_OP_FLUSH, .done = xcopy_flush_done,
+		});
+		return SR_PENDING;
+	}
+	return SR_OK;
+}
 
 static void xcopy_chunk_done(struct bs_io *io)
 {
@@ -247,8 +297,7 @@ static void xcopy_chunk_done(struct bs_io *io)
 
 	scsi_rl_unlock(cmd);
 	if (io->result < 0) {
-		scsi_cmd_done(cmd, io->result == -ENOSPC || io->result == -EDQUOT ?
-			      SR_SPACE_ALLOC_FAILED : SR_COPY_ABORTED);
+		scsi_cmd_done(cmd, xcopy_io_error(io->result));
 		return;
 	}
 	if (io->reflinked)
@@ -279,7 +328,7 @@ static enum sense_reason xcopy_locked(struct scsi_cmd *cmd)
 	return SR_PENDING;
 }
 
-/* Start the next chunk, or end. */
+/* Start the next chunk, or end (after the flushes WCE=0 asks for). */
 static enum sense_reason xcopy_next(struct scsi_cmd *cmd)
 {
 	struct xcopy_job *job = cmd->xcopy;
@@ -289,7 +338,7 @@ static enum sense_reason xcopy_next(struct scsi_cmd *cmd)
 	while (job->cur < job->nseg && job->seg[job->cur].len == 0)
 		job->cur++;
 	if (job->cur >= job->nseg)
-		return SR_OK;
+		return xcopy_flush_next(cmd);
 	if (atomic_load_explicit(&cmd->aborted, memory_order_acquire))
 		return SR_TASK_ABORTED;
 	s = &job->seg[job->cur];

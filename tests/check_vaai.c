@@ -922,7 +922,7 @@ START_TEST(xcopy_validation)
 	ck_assert_uint_eq(sh_buf[56], SAM_STAT_CHECK_CONDITION);
 	ck_assert_uint_ge(get_be16(sh_buf + 58), 14);
 	ck_assert_uint_eq(sh_buf[60 + 2] & 0x0f, SK_COPY_ABORTED);
-	/* COPY STATUS: sh_completed with errors */
+	/* COPY STATUS: completed with errors */
 	rcr(&r, 0x00, 10);
 	sh_expect_good(&r.cmd);
 	ck_assert_uint_eq(sh_buf[4] & 0x7f, 0x02);
@@ -1026,6 +1026,159 @@ START_TEST(xcopy_copies)
 }
 END_TEST
 
+/* ============================================= durability with WCE=0 */
+
+/*
+ * With the write cache disabled (WCE=0) every command that modifies the
+ * medium is durable when it returns GOOD (SBC-4 5.x, the Caching mode page):
+ * its writes are FUA, or a FLUSH follows the requests that are not (discard,
+ * write zeroes, copy) before the status. The commands run on a thin LUN on
+ * its own fake backstore; the test answers each request and keeps the
+ * sequence.
+ */
+struct dur_seq {
+	enum bs_op op[16];
+	unsigned flags[16];
+	unsigned n;
+};
+
+static void dur_run(struct sh_run *r, struct sh_fake *f, struct dur_seq *q, uint64_t lun,
+		    const uint8_t *cdb, const void *out, uint32_t out_len, uint8_t fill)
+{
+	memset(q, 0, sizeof(*q));
+	run(r, &nx, lun, cdb, out, out_len);
+	while (!r->done) {
+		if (f->npending == 0) {
+			io_engine_wait(sh_eng);     /* a range lock grant, a deferred step */
+			continue;
+		}
+		ck_assert_uint_lt(q->n, 16);
+		q->op[q->n] = f->pending[0]->op;
+		q->flags[q->n] = f->pending[0]->flags;
+		q->n++;
+		sh_fake_release(f, 0, fill);
+	}
+	sh_expect_good(&r->cmd);
+}
+
+/* Every modifying request without FUA is followed by a FLUSH. */
+static bool dur_durable(const struct dur_seq *q)
+{
+	bool dirty = false;
+
+	for (unsigned i = 0; i < q->n; i++) {
+		if (q->op[i] == BS_OP_FLUSH)
+			dirty = false;
+		else if (q->op[i] != BS_OP_READ && !(q->flags[i] & BS_IO_FUA))
+			dirty = true;
+	}
+	return !dirty;
+}
+
+static bool dur_has(const struct dur_seq *q, enum bs_op op)
+{
+	for (unsigned i = 0; i < q->n; i++)
+		if (q->op[i] == op)
+			return true;
+	return false;
+}
+
+/* Caching mode page of a LUN: WCE (byte 2, bit 2) off. */
+static void wce_off(uint64_t lun)
+{
+	const uint8_t ms[16] = { 0x1a, 0x08, 0x08, 0, 255, 0 };
+	uint8_t sel[16] = { 0x15, 0x10, 0, 0, 0, 0 }, page[64];
+	struct sh_run r;
+	uint32_t plen;
+
+	run(&r, &nx, lun, ms, NULL, 0);
+	sh_expect_good(&r.cmd);
+	plen = 2u + sh_buf[5];
+	memset(page, 0, 4);
+	memcpy(page + 4, sh_buf + 4, plen);
+	page[4] &= 0x7f;                        /* PS */
+	page[4 + 2] &= (uint8_t)~0x04;
+	sel[4] = (uint8_t)(4 + plen);
+	run(&r, &nx, lun, sel, page, 4 + plen);
+	sh_expect_good(&r.cmd);
+}
+
+START_TEST(wce_off_durable)
+{
+	static struct sh_fake f;
+	struct scsi_lun_params lp = { .id = 5, .block_size = 512, .nblocks = MEM_BLOCKS,
+				      .thin = true };
+	const uint64_t um_lba[2] = { 20, 40 };
+	const uint32_t um_n[2] = { 4, 4 };
+	uint8_t cdb[16], um[16] = { 0x42 }, xc[16] = { 0x83 };
+	uint8_t data[1024], list[16 + 32 + 28], ulist[8 + 32];
+	uint32_t tdl, sdl, xlen, ulen;
+	struct scsi_lun *l;
+	struct dur_seq q;
+	struct sh_run r;
+
+	sh_fake_init(&f, (uint64_t)MEM_BLOCKS * 512);
+	f.bs.thin = true;
+	f.bs.discard_zeroes = true;
+	ck_assert_int_eq(scsi_lun_create(&l, &tgt, &lp, &f.bs), 0);
+	tgt.luns[5] = l;
+	memset(data, 0, sizeof(data));
+	ulen = unmap_list(ulist, um_lba, um_n, 2);
+	put_be16(um + 7, (uint16_t)ulen);
+	tdl = xc_cscd(list + 16, l);
+	sdl = xc_seg(list + 16 + tdl, 0, 0, 8, 100, 200);
+	xlen = xc_list(list, 1, 0, tdl, sdl);
+	put_be32(xc + 10, xlen);
+
+	for (int wce = 1; wce >= 0; wce--) {
+		if (!wce) {
+			wce_off(5);
+			ck_assert(!atomic_load(&l->wce));
+		}
+		/* WRITE(16): FUA when WCE=0 */
+		cdb16(cdb, 0x8a, 0, 10, 1);
+		dur_run(&r, &f, &q, 5, cdb, data, 512, 0);
+		ck_assert(wce || dur_durable(&q));
+		/* WRITE SAME(16) of zeroes: WRITE ZEROES */
+		cdb16(cdb, 0x93, 0, 10, 8);
+		dur_run(&r, &f, &q, 5, cdb, data, 512, 0);
+		ck_assert(dur_has(&q, BS_OP_WRITE_ZEROES));
+		ck_assert(wce || dur_durable(&q));
+		/* WRITE SAME(16) UNMAP=1: DISCARD */
+		cdb16(cdb, 0x93, 0x08, 10, 8);
+		dur_run(&r, &f, &q, 5, cdb, data, 512, 0);
+		ck_assert(dur_has(&q, BS_OP_DISCARD));
+		ck_assert(wce || dur_durable(&q));
+		/* UNMAP of two ranges: a DISCARD each; with the write cache
+		 * on, nothing is flushed */
+		dur_run(&r, &f, &q, 5, um, ulist, ulen, 0);
+		ck_assert(dur_has(&q, BS_OP_DISCARD));
+		ck_assert(wce || dur_durable(&q));
+		ck_assert(!wce || !dur_has(&q, BS_OP_FLUSH));
+		/* EXTENDED COPY within the LUN: COPY */
+		dur_run(&r, &f, &q, 5, xc, list, xlen, 0);
+		ck_assert(dur_has(&q, BS_OP_COPY));
+		ck_assert(wce || dur_durable(&q));
+		ck_assert(!wce || !dur_has(&q, BS_OP_FLUSH));
+		/* COMPARE AND WRITE: the medium reads 0x00, as the compare half */
+		caw_cdb(cdb, 0, 30, 1);
+		dur_run(&r, &f, &q, 5, cdb, data, 1024, 0x00);
+		ck_assert(dur_has(&q, BS_OP_WRITE));
+		ck_assert(wce || dur_durable(&q));
+		/* ORWRITE(16): read, OR, write */
+		cdb16(cdb, 0x8b, 0, 31, 1);
+		dur_run(&r, &f, &q, 5, cdb, data, 512, 0);
+		ck_assert(wce || dur_durable(&q));
+		/* WRITE AND VERIFY(16): write through, read back */
+		cdb16(cdb, 0x8e, 0, 32, 1);
+		dur_run(&r, &f, &q, 5, cdb, data, 512, 0);
+		ck_assert(dur_durable(&q));
+	}
+	tgt.luns[5] = NULL;
+	scsi_lun_destroy(l);
+}
+END_TEST
+
 Suite *vaai_suite(void)
 {
 	Suite *s = suite_create("vaai");
@@ -1051,6 +1204,7 @@ Suite *vaai_suite(void)
 	tcase_add_test(cmds, advertised);
 	tcase_add_test(cmds, xcopy_validation);
 	tcase_add_test(cmds, xcopy_copies);
+	tcase_add_test(cmds, wce_off_durable);
 	suite_add_tcase(s, cmds);
 	return s;
 }
