@@ -24,6 +24,10 @@
  *    nor holds off a COMPARE AND WRITE for long. An abort is honoured
  *    between chunks. A destination whose write cache is disabled (WCE=0)
  *    is flushed after the last segment, before GOOD.
+ *  - A segment whose destination overlaps its source further on, on the
+ *    same backstore, is copied from its end backward, chunk by chunk (and
+ *    the backstore copies each chunk in the safe direction too), so the
+ *    result is what the source held before the copy, like memmove.
  *  - Results for RECEIVE COPY RESULTS are kept per LUN, keyed by I_T nexus
  *    and list identifier, in a small table (XCOPY_HELD_RESULTS entries,
  *    oldest finished one reused) under xcopy_lun.xc_lock: touched twice per
@@ -58,6 +62,7 @@ struct xcopy_held {
 struct xcopy_seg {
 	struct scsi_lun *src, *dst;
 	uint64_t src_off, dst_off, len;   /* bytes */
+	bool backward;                    /* chunks from the end (overlap) */
 };
 
 struct xcopy_job {
@@ -314,15 +319,25 @@ static void xcopy_chunk_done(struct bs_io *io)
 		scsi_cmd_done(cmd, r);
 }
 
+/* Where in its segment the chunk in flight starts: a segment is copied
+ * chunk by chunk from its start, or from its end when its destination
+ * overlaps its source further on (memmove semantics: a chunk never reads
+ * what an earlier chunk of the same segment wrote). */
+static uint64_t xcopy_chunk_at(const struct xcopy_job *job, const struct xcopy_seg *s)
+{
+	return s->backward ? s->len - job->seg_done - job->chunk : job->seg_done;
+}
+
 /* The chunk's destination range is locked: copy it. */
 static enum sense_reason xcopy_locked(struct scsi_cmd *cmd)
 {
 	struct xcopy_job *job = cmd->xcopy;
 	struct xcopy_seg *s = &job->seg[job->cur];
+	uint64_t at = xcopy_chunk_at(job, s);
 
 	scsi_submit(cmd, &(struct scsi_io){
-		.lun = s->dst, .op = BS_OP_COPY, .offset = s->dst_off + job->seg_done,
-		.len = job->chunk, .src = s->src, .src_offset = s->src_off + job->seg_done,
+		.lun = s->dst, .op = BS_OP_COPY, .offset = s->dst_off + at,
+		.len = job->chunk, .src = s->src, .src_offset = s->src_off + at,
 		.done = xcopy_chunk_done,
 	});
 	return SR_PENDING;
@@ -344,7 +359,7 @@ static enum sense_reason xcopy_next(struct scsi_cmd *cmd)
 	s = &job->seg[job->cur];
 	shift = s->dst->block_shift;
 	job->chunk = MIN((uint64_t)XCOPY_CHUNK, s->len - job->seg_done);
-	return scsi_rl_lock(cmd, s->dst, (s->dst_off + job->seg_done) >> shift,
+	return scsi_rl_lock(cmd, s->dst, (s->dst_off + xcopy_chunk_at(job, s)) >> shift,
 			    job->chunk >> shift, RL_SHARED, xcopy_locked);
 }
 
@@ -542,6 +557,9 @@ static enum sense_reason xcopy_parse_list(struct scsi_cmd *cmd, struct xcopy_job
 		s->src_off = src_lba << s->src->block_shift;
 		s->dst_off = dst_lba << s->dst->block_shift;
 		s->len = len;
+		/* one backstore, destination inside the source past its start */
+		s->backward = s->src->bs == s->dst->bs && s->src_off < s->dst_off &&
+			      s->dst_off < s->src_off + len;
 	}
 	job->nseg = nsd;
 	job->cur = 0;

@@ -11,8 +11,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tests/check_suites.h"
 #include "tests/scsi_harness.h"
 #include "scsi/scsi.h"
@@ -1026,6 +1028,101 @@ START_TEST(xcopy_copies)
 }
 END_TEST
 
+/* ================================== EXTENDED COPY over overlapping ranges */
+
+#define OV_BLOCKS (32u * 2048)                 /* 32 MiB of 512-byte blocks */
+#define OV_SEG_BLOCKS (12u * 2048)             /* 12 MiB: chunks of 8 MiB */
+#define OV_PIECE (4u << 20)                    /* per WRITE/READ (BUF_CAP) */
+
+/* Pattern byte of LUN byte offset off: a hash of the block number, so no
+ * two blocks of the LUN hold the same bytes. */
+static uint8_t ov_pat(uint64_t off)
+{
+	uint32_t h = (uint32_t)(off >> 9) * 2654435761u;
+
+	return (uint8_t)((h >> 24) ^ (h >> 13) ^ (off & 511));
+}
+
+/* One segment of LUN id (block size 512) from src_lba to dst_lba over
+ * OV_SEG_BLOCKS blocks, after filling [0, OV_BLOCKS / 2) with the pattern;
+ * the destination must hold the source's former content (SPC-4 6.4: the
+ * copy is of the data as it was, like memmove). */
+static void ov_copy_and_check(uint64_t id, struct scsi_lun *l, uint64_t src_lba, uint64_t dst_lba)
+{
+	uint8_t list[16 + 32 + 28], cdb[16] = { 0x83 };
+	uint64_t off, len = (uint64_t)OV_SEG_BLOCKS * 512;
+	uint32_t tdl, sdl, xlen, i;
+	struct sh_run r;
+
+	for (off = 0; off < (uint64_t)OV_BLOCKS * 512 / 2; off += OV_PIECE) {
+		for (i = 0; i < OV_PIECE; i++)
+			sh_buf[i] = ov_pat(off + i);
+		cdb16(cdb, 0x8a, 0, off >> 9, OV_PIECE >> 9);
+		run(&r, &nx, id, cdb, NULL, 0);
+		sh_expect_good(&r.cmd);
+	}
+	tdl = xc_cscd(list + 16, l);
+	sdl = xc_seg(list + 16 + tdl, 0, 0, (uint16_t)OV_SEG_BLOCKS, src_lba, dst_lba);
+	xlen = xc_list(list, 9, 0, tdl, sdl);
+	memset(cdb, 0, 16);
+	cdb[0] = 0x83;
+	put_be32(cdb + 10, xlen);
+	run(&r, &nx, id, cdb, list, xlen);
+	sh_expect_good(&r.cmd);
+	for (off = 0; off < len; off += OV_PIECE) {
+		uint32_t n = (uint32_t)MIN((uint64_t)OV_PIECE, len - off);
+
+		cdb16(cdb, 0x88, 0, dst_lba + (off >> 9), n >> 9);
+		run(&r, &nx, id, cdb, NULL, 0);
+		sh_expect_good(&r.cmd);
+		for (i = 0; i < n; i++)
+			if (sh_buf[i] != ov_pat((src_lba << 9) + off + i))
+				break;
+		ck_assert_msg(i == n, "copy %llu -> %llu: destination byte %llu differs",
+			      (unsigned long long)src_lba, (unsigned long long)dst_lba,
+			      (unsigned long long)(off + i));
+	}
+}
+
+/* Issue 17 defect 9: an EXTENDED COPY forward within one LUN over ranges
+ * that overlap, longer than one 8 MiB COPY request, must not copy data it
+ * has already overwritten; on a memory LUN and on a file LUN. */
+static void ov_run(struct backstore *bs)
+{
+	struct scsi_lun_params lp = { .id = 6, .block_size = 512, .nblocks = OV_BLOCKS };
+	struct scsi_lun *l;
+
+	ck_assert_int_eq(scsi_lun_create(&l, &tgt, &lp, bs), 0);
+	tgt.luns[6] = l;
+	ov_copy_and_check(6, l, 0, 2048);         /* forward by 1 MiB */
+	ov_copy_and_check(6, l, 0, 8 * 2048 + 1); /* by just over one chunk */
+	ov_copy_and_check(6, l, 2048, 0);         /* backward by 1 MiB */
+	ov_copy_and_check(6, l, 100, 100);        /* onto itself */
+	tgt.luns[6] = NULL;
+	scsi_lun_destroy(l);
+}
+
+START_TEST(xcopy_overlap)
+{
+	struct backstore *mem = sh_memory_bs((uint64_t)OV_BLOCKS * 512, false);
+	struct backstore *file;
+	const char *tmp = getenv("TMPDIR");
+	char path[256], err[128];
+	struct bs_params bp = { .type = "file", .size = (uint64_t)OV_BLOCKS * 512,
+				.block_size = 512, .thin = true, .create = true };
+
+	ov_run(mem);
+	backstore_close(mem);
+	snprintf(path, sizeof(path), "%s/check-vaai-overlap.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	ck_assert_int_ge(close(mkstemp(path)), 0);
+	bp.path = path;
+	ck_assert_msg(backstore_open(&file, &bp, err, sizeof(err)) == 0, "%s", err);
+	ov_run(file);
+	backstore_close(file);
+	unlink(path);
+}
+END_TEST
+
 /* ============================================= durability with WCE=0 */
 
 /*
@@ -1205,6 +1302,7 @@ Suite *vaai_suite(void)
 	tcase_add_test(cmds, xcopy_validation);
 	tcase_add_test(cmds, xcopy_copies);
 	tcase_add_test(cmds, wce_off_durable);
+	tcase_add_test(cmds, xcopy_overlap);
 	suite_add_tcase(s, cmds);
 	return s;
 }
