@@ -21,7 +21,6 @@
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
-#include <strings.h>
 #include "scsi/scsi_int.h"
 #include "scsi/pr.h"
 
@@ -38,25 +37,14 @@ struct alua_target {
 };
 
 static const struct {
-	const char *name, *alias;
+	const char *name;
 	enum alua_state st;
 } alua_names[] = {
-	{ "active/optimized", "ao", ALUA_ACTIVE_OPTIMIZED },
-	{ "active/non-optimized", "an", ALUA_ACTIVE_NON_OPTIMIZED },
-	{ "standby", "s", ALUA_STANDBY },
-	{ "unavailable", "u", ALUA_UNAVAILABLE },
+	{ "active/optimized", ALUA_ACTIVE_OPTIMIZED },
+	{ "active/non-optimized", ALUA_ACTIVE_NON_OPTIMIZED },
+	{ "standby", ALUA_STANDBY },
+	{ "unavailable", ALUA_UNAVAILABLE },
 };
-
-int alua_state_parse(const char *s, enum alua_state *out)
-{
-	for (unsigned i = 0; i < ARRAY_SIZE(alua_names); i++) {
-		if (!strcasecmp(s, alua_names[i].name) || !strcasecmp(s, alua_names[i].alias)) {
-			*out = alua_names[i].st;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 const char *alua_state_name(enum alua_state st)
 {

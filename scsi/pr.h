@@ -137,9 +137,6 @@ int alua_set_state(struct scsi_target *t, uint16_t tpgt, enum alua_state st,
 enum alua_state alua_get_state(const struct scsi_target *t, uint16_t tpgt);
 /* Whether a relative target port identifier names a port of the target. */
 bool alua_port_exists(const struct scsi_target *t, uint16_t rtpi);
-/* Parse "active/optimized", "active/non-optimized", "standby",
- * "unavailable" (also "ao", "an", "s", "u"). Returns 0 or -1. */
-int alua_state_parse(const char *s, enum alua_state *out);
 const char *alua_state_name(enum alua_state st);
 
 enum sense_reason alua_check(struct scsi_cmd *cmd);

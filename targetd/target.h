@@ -3,9 +3,11 @@
  * SCSI target device and LUNs), portals, and the global settings the
  * network threads read.
  *
- * DESIGN: the runtime is built before any network thread starts and stays
- * immutable while they run (reload will swap LUN pointers under
- * scsi_target.lock and establish unit attentions). Sessions hold pointers
+ * DESIGN: the runtime is built before any network thread starts. While
+ * they run only a reload changes it (targetd/reload.c): it appends targets,
+ * and publishes or unpublishes LUN pointers with scsi_target_set_lun()
+ * (a release store that network threads read with scsi_target_lun(), and
+ * REPORTED LUNS DATA HAS CHANGED for every nexus). Sessions hold pointers
  * into it; nothing on the data path locks it.
  */
 #ifndef TARGETD_TARGET_H

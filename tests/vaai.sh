@@ -18,7 +18,7 @@
 #     range deallocated;
 #   - on a loop-mounted XFS with reflink (needs root and mkfs.xfs), a
 #     256 MiB EXTENDED COPY leaves the filesystem's used space nearly
-#     unchanged.
+#     unchanged, and the statistics count its blocks as reflinked.
 # VAAI_BENCH=1 also prints the benchmark (EXTENDED COPY vs a host copy,
 # WRITE SAME vs zero buffers, 1 GiB); it is not a timed test.
 #
@@ -27,6 +27,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 : "${ATSRACE:=$(dirname "$ITEST")/atsrace}"
+: "${TARGETCTL:=$(dirname "$TARGETD")/../tools/targetctl}"
 FAMILY_TIMEOUT=${VAAI_FAMILY_TIMEOUT:-900}
 
 td_init vaai
@@ -155,9 +156,10 @@ space_unmap() {
 }
 
 # xfs_reflink: a second daemon on a loop-mounted XFS; used space after a
-# 256 MiB EXTENDED COPY between two LUNs there grows by < 8 MiB.
+# 256 MiB EXTENDED COPY between two LUNs there grows by < 8 MiB, and the
+# reflinked blocks counted (targetctl stats) are the 524288 copied.
 xfs_reflink() {
-	local img=$T/xfs.img port2 p2 used0 used1 url2 pid
+	local img=$T/xfs.img port2 p2 used0 used1 url2 pid refl
 	truncate -s 1536M "$img" || return 1
 	mkfs.xfs -q -m reflink=1 "$img" || return 1
 	XFS_MNT=$T/xfs
@@ -169,6 +171,7 @@ xfs_reflink() {
 listen = [ "$p2" ];
 threads = 2;
 state_dir = "$T/state2";
+control_socket = "$T/state2/ctl.sock";
 targets = ( { iqn = "$IQN"; luns = (
   { lun = 0; backstore = "file"; path = "$XFS_MNT/a.img"; size = "512M"; thin = true; },
   { lun = 1; backstore = "file"; path = "$XFS_MNT/b.img"; size = "512M"; thin = true; } ); } );
@@ -183,10 +186,14 @@ EOF
 	"$ATSRACE" copy "$url2/0" "$url2/1" 256 || { kill "$pid"; wait "$pid"; return 1; }
 	sync
 	used1=$(df -k --output=used "$XFS_MNT" | tail -1)
+	refl=$("$TARGETCTL" -s "$T/state2/ctl.sock" stats --json | python3 -c '
+import json, sys
+print(sum(l["vaai"]["extended_copy"]["reflink_blocks"] for l in json.load(sys.stdin)["luns"]))')
 	kill "$pid"
 	wait "$pid"
 	echo "XFS used space: $used0 KiB -> $used1 KiB after a 256 MiB EXTENDED COPY (must grow < 8192 KiB)"
-	[ $((used1 - used0)) -lt 8192 ]
+	echo "reflinked blocks counted: ${refl:-none} (want 524288)"
+	[ $((used1 - used0)) -lt 8192 ] && [ "${refl:-0}" = 524288 ]
 }
 
 if ! start_daemon "$PORT" -c "$T/targetd.conf"; then
