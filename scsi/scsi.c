@@ -194,6 +194,8 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	cmd->field_bit = -1;
 	cmd->sense_len = 0;
 	cmd->status = SAM_STAT_GOOD;
+	cmd->fua = false;
+	cmd->bytchk = 0;
 	cmd->execute = NULL;
 
 	lun = scsi_target_lun(t, cmd->lun_id);

@@ -410,15 +410,138 @@ static bool xcopy_lun_ready(const struct scsi_lun *l)
 	return l->bs != NULL;
 }
 
+/* An unsupported descriptor: its reason with a field pointer into the
+ * parameter list. */
+static enum sense_reason xcopy_bad_desc(struct scsi_cmd *cmd, uint32_t byte, int bit,
+					enum sense_reason r)
+{
+	cmd->field_valid = true;
+	cmd->field_in_cdb = false;
+	cmd->field_byte = (uint16_t)byte;
+	cmd->field_bit = (int8_t)bit;
+	return r;
+}
+
+/* SPC-4 6.4.6.4: the ntd CSCD descriptors (32 bytes each, 0xE4 only) at
+ * byte 16 of the list, into cscd[]. A LUN other than the command's is held
+ * against a reload that removes it, for as long as the copy runs. */
+static enum sense_reason xcopy_parse_cscds(struct scsi_cmd *cmd, struct xcopy_job *job,
+					   uint32_t ntd, struct scsi_lun **cscd)
+{
+	const uint8_t *p = cmd->buf;
+	unsigned i, k;
+
+	for (i = 0; i < ntd; i++) {
+		const uint8_t *d = p + 16 + 32 * i;
+
+		if (d[0] != 0xe4)
+			return xcopy_bad_desc(cmd, 16 + 32 * i, -1, SR_UNSUPPORTED_TARGET_DESCRIPTOR);
+		/* byte 1: LU ID TYPE and NUL are ignored for 0xE4 (SPC-4);
+		 * PERIPHERAL DEVICE TYPE: block devices only */
+		if ((d[1] & 0x1f) != 0x00)
+			return xcopy_bad_desc(cmd, 16 + 32 * i + 1, 4,
+					      SR_UNSUPPORTED_TARGET_DESCRIPTOR);
+		cscd[i] = xcopy_find_lun(cmd, d + 4);
+		if (!cscd[i] || !xcopy_lun_ready(cscd[i]))
+			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
+		/* another LUN used across PENDING returns (scsi/stats.h) */
+		if (cscd[i] != cmd->lun) {
+			for (k = 0; k < job->nluns && job->luns[k] != cscd[i]; k++)
+				;
+			if (k == job->nluns) {
+				scsi_stats_lun_get(cscd[i]);
+				job->luns[job->nluns++] = cscd[i];
+			}
+		}
+		/* SBC-4 6.x block device type specific parameters: DISK BLOCK
+		 * LENGTH must be the LUN's */
+		if (get_be24(d + 29) != cscd[i]->block_size)
+			return scsi_invalid_param(cmd, (uint16_t)(16 + 32 * i + 29), -1);
+	}
+	return SR_OK;
+}
+
+/* The segment descriptors in [off, end) of the list: their number, once
+ * every one is known to be a block -> block descriptor (02h) of its size. */
+static enum sense_reason xcopy_count_segments(struct scsi_cmd *cmd, uint32_t off, uint32_t end,
+					      uint32_t *nsd)
+{
+	const uint8_t *p = cmd->buf;
+
+	*nsd = 0;
+	while (off < end) {
+		uint32_t dl;
+
+		if (end - off < 4)
+			return SR_PARAM_LIST_LENGTH_ERROR;
+		dl = 4u + get_be16(p + off + 2);
+		if (p[off] != 0x02)
+			return xcopy_bad_desc(cmd, off, -1, SR_UNSUPPORTED_SEGMENT_DESCRIPTOR);
+		if (dl != 0x1c)
+			return scsi_invalid_param(cmd, (uint16_t)(off + 2), -1);
+		if (end - off < dl)
+			return SR_PARAM_LIST_LENGTH_ERROR;
+		if (++*nsd > XCOPY_MAX_SEGMENT_DESC)
+			return SR_TOO_MANY_SEGMENT_DESCRIPTORS;
+		off += dl;
+	}
+	return SR_OK;
+}
+
+/* SPC-4 6.4.5.5: one block -> block segment descriptor at byte off of the
+ * list, between the ntd CSCDs of cscd[], into s: indexes, lengths, ranges,
+ * write protection and reservations. */
+static enum sense_reason xcopy_parse_segment(struct scsi_cmd *cmd, uint32_t off,
+					     struct scsi_lun *const *cscd, uint32_t ntd,
+					     struct xcopy_seg *s)
+{
+	const uint8_t *d = cmd->buf + off;
+	uint16_t si = get_be16(d + 4), di = get_be16(d + 6);
+	uint32_t nb = get_be16(d + 10);
+	bool dc = d[1] & 0x02;
+	uint64_t src_lba = get_be64(d + 12), dst_lba = get_be64(d + 20), len;
+
+	if (d[1] & 0xfc)
+		return scsi_invalid_param(cmd, (uint16_t)(off + 1), 7);
+	if (si >= ntd || di >= ntd)
+		return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
+	s->src = cscd[si];
+	s->dst = cscd[di];
+	len = (uint64_t)nb << (dc ? s->dst->block_shift : s->src->block_shift);
+	if (len > XCOPY_MAX_SEGMENT_BYTES)
+		return scsi_invalid_param(cmd, (uint16_t)(off + 10), -1);
+	/* whole blocks at both ends */
+	if (len & (((uint64_t)1 << s->src->block_shift) - 1) ||
+	    len & (((uint64_t)1 << s->dst->block_shift) - 1))
+		return SR_COPY_ABORTED;
+	if (src_lba + (len >> s->src->block_shift) < src_lba ||
+	    src_lba + (len >> s->src->block_shift) > scsi_lun_nblocks(s->src) ||
+	    dst_lba + (len >> s->dst->block_shift) < dst_lba ||
+	    dst_lba + (len >> s->dst->block_shift) > scsi_lun_nblocks(s->dst))
+		return SR_COPY_ABORTED;
+	if (len && (s->dst->read_only || atomic_load(&s->dst->swp)))
+		return SR_WRITE_PROTECTED;
+	/* reserved by another initiator: not reachable for this copy */
+	if (len && (!xcopy_pr_allows(cmd, s->src, false) || !xcopy_pr_allows(cmd, s->dst, true)))
+		return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
+	s->src_off = src_lba << s->src->block_shift;
+	s->dst_off = dst_lba << s->dst->block_shift;
+	s->len = len;
+	/* one backstore, destination inside the source past its start */
+	s->backward = s->src->bs == s->dst->bs && s->src_off < s->dst_off &&
+		      s->dst_off < s->src_off + len;
+	return SR_OK;
+}
+
+/* SPC-4 6.4.3: the whole parameter list into job, before anything moves. */
 static enum sense_reason xcopy_parse_list(struct scsi_cmd *cmd, struct xcopy_job *job)
 {
 	const uint8_t *p = cmd->buf;
 	uint32_t plen = cmd->xfer_len;
 	struct scsi_lun *cscd[XCOPY_MAX_TARGET_DESC];
-	uint32_t tdl, sdl, idl, off, end, ntd, nsd;
+	uint32_t tdl, sdl, idl, off, ntd, nsd, i;
 	uint8_t usage, id;
 	enum sense_reason r;
-	unsigned i;
 
 	if (plen < 16)
 		return SR_PARAM_LIST_LENGTH_ERROR;
@@ -448,118 +571,19 @@ static enum sense_reason xcopy_parse_list(struct scsi_cmd *cmd, struct xcopy_job
 		return scsi_invalid_param(cmd, 12, -1);   /* MAXIMUM INLINE DATA LENGTH 0 */
 	if (tdl % 32)
 		return SR_PARAM_LIST_LENGTH_ERROR;
-
-	/* CSCD descriptors: 32 bytes each for the types we know of */
 	ntd = tdl / 32;
 	if (ntd > XCOPY_MAX_TARGET_DESC)
 		return SR_TOO_MANY_TARGET_DESCRIPTORS;
-	for (i = 0; i < ntd; i++) {
-		const uint8_t *d = p + 16 + 32 * i;
-
-		if (d[0] != 0xe4) {
-			cmd->field_valid = true;
-			cmd->field_in_cdb = false;
-			cmd->field_byte = (uint16_t)(16 + 32 * i);
-			cmd->field_bit = -1;
-			return SR_UNSUPPORTED_TARGET_DESCRIPTOR;
-		}
-		/* byte 1: LU ID TYPE and NUL are ignored for 0xE4 (SPC-4);
-		 * PERIPHERAL DEVICE TYPE: block devices only */
-		if ((d[1] & 0x1f) != 0x00) {
-			cmd->field_valid = true;
-			cmd->field_in_cdb = false;
-			cmd->field_byte = (uint16_t)(16 + 32 * i + 1);
-			cmd->field_bit = 4;
-			return SR_UNSUPPORTED_TARGET_DESCRIPTOR;
-		}
-		cscd[i] = xcopy_find_lun(cmd, d + 4);
-		if (!cscd[i] || !xcopy_lun_ready(cscd[i]))
-			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
-		/* another LUN used across PENDING returns: hold it against a
-		 * reload that removes it (scsi/stats.h) */
-		if (cscd[i] != cmd->lun) {
-			unsigned k;
-
-			for (k = 0; k < job->nluns && job->luns[k] != cscd[i]; k++)
-				;
-			if (k == job->nluns) {
-				scsi_stats_lun_get(cscd[i]);
-				job->luns[job->nluns++] = cscd[i];
-			}
-		}
-		/* SBC-4 6.x block device type specific parameters: DISK BLOCK
-		 * LENGTH must be the LUN's */
-		if (get_be24(d + 29) != cscd[i]->block_size)
-			return scsi_invalid_param(cmd, (uint16_t)(16 + 32 * i + 29), -1);
-	}
-
-	/* segment descriptors: count and types first */
-	off = 16 + tdl;
-	end = off + sdl;
-	nsd = 0;
-	while (off < end) {
-		uint32_t dl;
-
-		if (end - off < 4)
-			return SR_PARAM_LIST_LENGTH_ERROR;
-		dl = 4u + get_be16(p + off + 2);
-		if (p[off] != 0x02) {
-			cmd->field_valid = true;
-			cmd->field_in_cdb = false;
-			cmd->field_byte = (uint16_t)off;
-			cmd->field_bit = -1;
-			return SR_UNSUPPORTED_SEGMENT_DESCRIPTOR;
-		}
-		if (dl != 0x1c)
-			return scsi_invalid_param(cmd, (uint16_t)(off + 2), -1);
-		if (end - off < dl)
-			return SR_PARAM_LIST_LENGTH_ERROR;
-		if (++nsd > XCOPY_MAX_SEGMENT_DESC)
-			return SR_TOO_MANY_SEGMENT_DESCRIPTORS;
-		off += dl;
-	}
-
-	/* block -> block segments (SPC-4 6.4.5.5): indexes and ranges */
-	off = 16 + tdl;
-	for (i = 0; i < nsd; i++, off += 0x1c) {
-		const uint8_t *d = p + off;
-		struct xcopy_seg *s = &job->seg[i];
-		uint16_t si = get_be16(d + 4), di = get_be16(d + 6);
-		uint32_t nb = get_be16(d + 10);
-		bool dc = d[1] & 0x02;
-		uint64_t src_lba = get_be64(d + 12), dst_lba = get_be64(d + 20), len;
-
+	r = xcopy_parse_cscds(cmd, job, ntd, cscd);
+	if (!r)
+		r = xcopy_count_segments(cmd, 16 + tdl, 16 + tdl + sdl, &nsd);
+	if (r)
+		return r;
+	for (i = 0, off = 16 + tdl; i < nsd; i++, off += 0x1c) {
 		job->cur = i;                  /* the segment a failure names */
-		if (d[1] & 0xfc)
-			return scsi_invalid_param(cmd, (uint16_t)(off + 1), 7);
-		if (si >= ntd || di >= ntd)
-			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
-		s->src = cscd[si];
-		s->dst = cscd[di];
-		len = (uint64_t)nb << (dc ? s->dst->block_shift : s->src->block_shift);
-		if (len > XCOPY_MAX_SEGMENT_BYTES)
-			return scsi_invalid_param(cmd, (uint16_t)(off + 10), -1);
-		/* whole blocks at both ends */
-		if (len & (((uint64_t)1 << s->src->block_shift) - 1) ||
-		    len & (((uint64_t)1 << s->dst->block_shift) - 1))
-			return SR_COPY_ABORTED;
-		if (src_lba + (len >> s->src->block_shift) < src_lba ||
-		    src_lba + (len >> s->src->block_shift) > scsi_lun_nblocks(s->src) ||
-		    dst_lba + (len >> s->dst->block_shift) < dst_lba ||
-		    dst_lba + (len >> s->dst->block_shift) > scsi_lun_nblocks(s->dst))
-			return SR_COPY_ABORTED;
-		if (len && (s->dst->read_only || atomic_load(&s->dst->swp)))
-			return SR_WRITE_PROTECTED;
-		/* reserved by another initiator: not reachable for this copy */
-		if (len && (!xcopy_pr_allows(cmd, s->src, false) ||
-			    !xcopy_pr_allows(cmd, s->dst, true)))
-			return SR_COPY_TARGET_DEVICE_NOT_REACHABLE;
-		s->src_off = src_lba << s->src->block_shift;
-		s->dst_off = dst_lba << s->dst->block_shift;
-		s->len = len;
-		/* one backstore, destination inside the source past its start */
-		s->backward = s->src->bs == s->dst->bs && s->src_off < s->dst_off &&
-			      s->dst_off < s->src_off + len;
+		r = xcopy_parse_segment(cmd, off, cscd, ntd, &job->seg[i]);
+		if (r)
+			return r;
 	}
 	job->nseg = nsd;
 	job->cur = 0;
