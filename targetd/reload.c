@@ -277,21 +277,21 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 			for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
 				struct lun_change *c;
 
-				if (!t->st.luns[k])
+				if (!scsi_target_lun(&t->st, k))
 					continue;
 				c = plan_push(p);
 				if (!c)
 					return -1;
 				c->action = LA_REMOVE;
 				c->t = t;
-				c->old_lun = t->st.luns[k];
+				c->old_lun = scsi_target_lun(&t->st, k);
 			}
 			continue;
 		}
 		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
 			const struct conf_lun *ol = conf_find_lun(conf_find_target(conf_running, t->iqn), k);
 			const struct conf_lun *nl = conf_find_lun(ct, k);
-			struct scsi_lun *cur = t->st.luns[k];
+			struct scsi_lun *cur = scsi_target_lun(&t->st, k);
 			struct lun_change *c;
 
 			if (!cur && !nl)

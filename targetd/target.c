@@ -259,7 +259,7 @@ void target_runtime_free(struct targetd_runtime *r)
 	for (unsigned i = 0; i < r->n_targets; i++) {
 		struct iscsi_target *t = &r->targets[i];
 		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
-			struct scsi_lun *lun = t->st.luns[k];
+			struct scsi_lun *lun = scsi_target_lun(&t->st, k);
 			if (lun) {
 				scsi_target_set_lun(&t->st, (uint16_t)k, NULL);
 				scsi_lun_destroy(lun);

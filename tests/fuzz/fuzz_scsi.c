@@ -11,11 +11,14 @@
 
 struct fz_device fz;
 
-void fz_init(void)
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	(void)argc;
+	(void)argv;
 	/* the largest data phase of any command (8 MiB READ/WRITE) and room */
 	sh_setup(9u << 20);
 	log_level = LOG_LVL_ERR;
+	return 0;
 }
 
 void fz_device_up(void)

@@ -36,8 +36,11 @@ struct fz_device {
 
 extern struct fz_device fz;
 
-/* Once per process (LLVMFuzzerInitialize). */
-void fz_init(void);
+/* libFuzzer's entry points: LLVMFuzzerInitialize (fuzz_scsi.c, for every
+ * target: the harness's engine and buffer) and each target's own
+ * LLVMFuzzerTestOneInput. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The device afresh, and away (with everything it still runs). */
 void fz_device_up(void);
 void fz_device_down(void);

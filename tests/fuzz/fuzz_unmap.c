@@ -11,17 +11,6 @@
 #include "tests/fuzz/fuzz_scsi.h"
 #include "common/util.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fz_init();
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t cdb[16] = { 0x42 }, gls[16] = { 0x9e, 0x12 };
