@@ -482,14 +482,8 @@ START_TEST(caw_against_reserve)
 	struct scsi_nexus nx2;
 	struct sh_run w, rv, c;
 	uint8_t cdb[16], data[1024], *save = sh_buf;
-	unsigned k;
 
-	memset(&nx2, 0, sizeof(nx2));
-	nx2.id = 3;
-	nx2.tpgt = 1;
-	scsi_nexus_attach(&tgt, &nx2);
-	for (k = 0; k < SCSI_MAX_LUNS; k++)
-		scsi_ua_clear(&nx2, (uint16_t)k);
+	sh_nexus_attach(&tgt, &nx2, 3);
 	memset(data, 0x11, sizeof(data));
 	cdb16(cdb, 0x8a, 0, 5, 1);
 	run(&w, &nx, 2, cdb, data, 512);
@@ -995,14 +989,8 @@ START_TEST(xcopy_copies)
 	{
 		struct scsi_nexus nx2;
 		uint8_t cdb[16];
-		unsigned k;
 
-		memset(&nx2, 0, sizeof(nx2));
-		nx2.id = 3;
-		nx2.tpgt = 1;
-		scsi_nexus_attach(&tgt, &nx2);
-		for (k = 0; k < SCSI_MAX_LUNS; k++)
-			scsi_ua_clear(&nx2, (uint16_t)k);
+		sh_nexus_attach(&tgt, &nx2, 3);
 		memset(cdb, 0, 16);
 		cdb[0] = 0x16;                      /* RESERVE(6) of LUN 3 */
 		run(&r, &nx2, 3, cdb, NULL, 0);
