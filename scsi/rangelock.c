@@ -49,7 +49,6 @@
 #include "config.h"
 #include <stdlib.h>
 #include "scsi/rangelock.h"
-#include "scsi/vaai.h"
 #include "backstore/io_engine.h"
 
 void rangelock_init(struct rangelock *rl)

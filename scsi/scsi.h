@@ -25,10 +25,12 @@
  * DESIGN (threads): a scsi_cmd belongs to one network thread. struct
  * scsi_lun is shared: immutable fields after creation, atomics for the mode
  * bits read on the data path, lun->lock (a mutex) for rare state changes
- * (mode select, medium, reservations). Unit attentions are per I_T nexus and
- * per LUN, kept as atomic bitmasks in the nexus so the data path reads them
- * without a lock; setting one for "every other nexus" walks the target's
- * nexus list under target->lock.
+ * (mode select, medium, reservations), and the LBA range lock every writer
+ * of the medium takes (lun->rangelock, its own short mutex:
+ * scsi/rangelock.c). Unit attentions are per I_T nexus and per LUN, kept as
+ * atomic bitmasks in the nexus so the data path reads them without a lock;
+ * setting one for "every other nexus" walks the target's nexus list under
+ * target->lock.
  */
 #ifndef SCSI_SCSI_H
 #define SCSI_SCSI_H
