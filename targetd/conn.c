@@ -610,46 +610,160 @@ static void rx_reset(struct iscsi_conn *c)
 	c->rx_data = NULL;
 }
 
+/* Where the next bytes of the current piece go, and how many to read. */
+static uint8_t *rx_target(struct iscsi_conn *c, uint32_t *need)
+{
+	uint8_t *dst;
+
+	*need = c->rx_need - c->rx_got;
+	switch (c->rx_state) {
+	case RX_BHS:
+		return c->bhs + c->rx_got;
+	case RX_AHS:
+		return c->ahs + c->rx_got;
+	case RX_HDIGEST:
+	case RX_DDIGEST:
+		return c->rx_digest + c->rx_got;
+	case RX_DATA:
+		if (c->rx_got < c->rx_keep) {
+			*need = MIN(*need, c->rx_keep - c->rx_got);
+			dst = c->rx_data + c->rx_got;
+		} else {
+			*need = MIN(*need, (uint32_t)sizeof(rx_scratch));
+			dst = rx_scratch;
+		}
+		return dst;
+	case RX_PAD:
+	default:
+		return rx_scratch;
+	}
+}
+
+/* What to do after a piece of a PDU is complete. */
+enum rx_step {
+	RX_STEP_NEXT,      /* read the next piece */
+	RX_STEP_STOP,      /* stop reading now (closed, handed off) */
+};
+
+static void rx_expect(struct iscsi_conn *c, enum rx_state st, uint32_t need)
+{
+	c->rx_state = st;
+	c->rx_need = need;
+}
+
+/* The BHS is in: the one "only Login before login completes" check
+ * (RFC 7143 6.3) and the AHS length. */
+static bool rx_bhs_done(struct iscsi_conn *c)
+{
+	uint32_t ahs = bhs_ahs_len(c->bhs);
+
+	if (c->state == CONN_LOGIN && bhs_opcode(c->bhs) != ISCSI_OP_LOGIN_REQ) {
+		iscsi_conn_close(c, "not a Login Request before login");
+		return false;
+	}
+	if (ahs > sizeof(c->ahs) - ISCSI_DIGEST_LEN) {
+		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "AHS too long");
+		return false;
+	}
+	return true;
+}
+
+static bool rx_hdigest_ok(struct iscsi_conn *c)
+{
+	uint32_t crc = crc32c_update(crc32c_init(), c->bhs, ISCSI_BHS_LEN);
+	uint32_t got;
+
+	crc = crc32c_final(crc32c_update(crc, c->ahs, bhs_ahs_len(c->bhs)));
+	memcpy(&got, c->rx_digest, 4);
+	return got == crc;
+}
+
+/*
+ * The state machine of one PDU: BHS, AHS, header digest, data, pad, data
+ * digest. A piece of length zero is skipped by falling through to the next
+ * state; the PDU is handled when its last piece is in.
+ */
+static enum rx_step rx_piece_done(struct iscsi_conn *c, int *pdus)
+{
+	c->rx_got = 0;
+	switch (c->rx_state) {
+	case RX_BHS:
+		if (!rx_bhs_done(c))
+			return RX_STEP_STOP;
+		if (bhs_ahs_len(c->bhs)) {
+			rx_expect(c, RX_AHS, bhs_ahs_len(c->bhs));
+			return RX_STEP_NEXT;
+		}
+		/* fall through */
+	case RX_AHS:
+		if (c->hdigest) {
+			rx_expect(c, RX_HDIGEST, 4);
+			return RX_STEP_NEXT;
+		}
+		/* fall through */
+	case RX_HDIGEST:
+		if (c->hdigest && !rx_hdigest_ok(c)) {
+			/* RFC 7143 7.8: a header digest error is unrecoverable at ERL 0 */
+			iscsi_conn_close(c, "header digest error");
+			return RX_STEP_STOP;
+		}
+		c->dlen = bhs_dlen(c->bhs);
+		c->padlen = (4 - (c->dlen & 3)) & 3;
+		c->rx_crc = crc32c_init();
+		conn_rx_header(c);
+		if (c->dead)
+			return RX_STEP_STOP;
+		if (c->dlen) {
+			rx_expect(c, RX_DATA, c->dlen);
+			return RX_STEP_NEXT;
+		}
+		/* fall through */
+	case RX_DATA:
+		if (c->padlen) {
+			rx_expect(c, RX_PAD, c->padlen);
+			return RX_STEP_NEXT;
+		}
+		/* fall through */
+	case RX_PAD:
+		if (c->ddigest && c->dlen) {
+			rx_expect(c, RX_DDIGEST, 4);
+			return RX_STEP_NEXT;
+		}
+		/* fall through */
+	case RX_DDIGEST:
+		if (c->ddigest && c->dlen) {
+			uint32_t got, crc = crc32c_final(c->rx_crc);
+			memcpy(&got, c->rx_digest, 4);
+			if (got != crc)
+				c->data_digest_bad = true;
+		}
+		conn_rx_pdu(c);
+		(*pdus)++;
+		if (c->dead)
+			return RX_STEP_STOP;
+		free(c->rx_owned);
+		c->rx_owned = NULL;
+		c->data_digest_bad = false;
+		rx_reset(c);
+		if (c->handoff)
+			return RX_STEP_STOP;   /* the rest is parsed by the session's thread */
+		return RX_STEP_NEXT;
+	}
+	return RX_STEP_NEXT;
+}
+
 static void conn_read(struct iscsi_conn *c)
 {
 	int pdus = 0;
 
 	while (!c->dead && pdus < RX_BATCH_PDUS) {
+		uint32_t need;
 		uint8_t *dst;
 		ssize_t n;
 
 		if (c->rx_state == RX_BHS && c->rx_got == 0 && iscsi_conn_rx_throttled(c))
 			return;
-
-		switch (c->rx_state) {
-		case RX_BHS:
-			dst = c->bhs + c->rx_got;
-			break;
-		case RX_AHS:
-			dst = c->ahs + c->rx_got;
-			break;
-		case RX_HDIGEST:
-		case RX_DDIGEST:
-			dst = c->rx_digest + c->rx_got;
-			break;
-		case RX_DATA:
-			if (c->rx_got < c->rx_keep)
-				dst = c->rx_data + c->rx_got;
-			else
-				dst = rx_scratch;
-			break;
-		case RX_PAD:
-		default:
-			dst = rx_scratch;
-			break;
-		}
-		uint32_t need = c->rx_need - c->rx_got;
-		if (c->rx_state == RX_DATA) {
-			if (c->rx_got < c->rx_keep)
-				need = MIN(need, c->rx_keep - c->rx_got);
-			else
-				need = MIN(need, (uint32_t)sizeof(rx_scratch));
-		}
+		dst = rx_target(c, &need);
 		if (need) {
 			n = rx_fill(c, dst, need);
 			if (n == 0)
@@ -666,96 +780,8 @@ static void conn_read(struct iscsi_conn *c)
 		}
 		c->last_rx_ms = c->thread->now_ms;
 		c->nop_outstanding = false;
-		/* The current piece is complete: next state. */
-		switch (c->rx_state) {
-		case RX_BHS: {
-			uint32_t ahs = bhs_ahs_len(c->bhs);
-			if (c->state == CONN_LOGIN && bhs_opcode(c->bhs) != ISCSI_OP_LOGIN_REQ) {
-				/* RFC 7143 6.3: only Login before login completes */
-				iscsi_conn_close(c, "not a Login Request before login");
-				return;
-			}
-			if (ahs > sizeof(c->ahs) - ISCSI_DIGEST_LEN) {
-				conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "AHS too long");
-				return;
-			}
-			c->rx_got = 0;
-			if (ahs) {
-				c->rx_state = RX_AHS;
-				c->rx_need = ahs;
-				continue;
-			}
-		}
-			/* fall through */
-		case RX_AHS:
-			c->rx_got = 0;
-			if (c->hdigest) {
-				c->rx_state = RX_HDIGEST;
-				c->rx_need = 4;
-				continue;
-			}
-			/* fall through */
-		case RX_HDIGEST:
-			if (c->hdigest) {
-				uint32_t crc = crc32c_update(crc32c_init(), c->bhs, ISCSI_BHS_LEN);
-				uint32_t got;
-				crc = crc32c_final(crc32c_update(crc, c->ahs, bhs_ahs_len(c->bhs)));
-				memcpy(&got, c->rx_digest, 4);
-				if (got != crc) {
-					/* RFC 7143 7.8: a header digest error is unrecoverable at ERL 0 */
-					iscsi_conn_close(c, "header digest error");
-					return;
-				}
-			}
-			c->rx_got = 0;
-			c->dlen = bhs_dlen(c->bhs);
-			c->padlen = (4 - (c->dlen & 3)) & 3;
-			c->rx_crc = crc32c_init();
-			conn_rx_header(c);
-			if (c->dead)
-				return;
-			if (c->dlen) {
-				c->rx_state = RX_DATA;
-				c->rx_need = c->dlen;
-				continue;
-			}
-			/* fall through */
-		case RX_DATA:
-			c->rx_got = 0;
-			if (c->padlen) {
-				c->rx_state = RX_PAD;
-				c->rx_need = c->padlen;
-				continue;
-			}
-			/* fall through */
-		case RX_PAD:
-			c->rx_got = 0;
-			if (c->ddigest && c->dlen) {
-				c->rx_state = RX_DDIGEST;
-				c->rx_need = 4;
-				continue;
-			}
-			/* fall through */
-		case RX_DDIGEST:
-			if (c->ddigest && c->dlen) {
-				uint32_t got, crc = crc32c_final(c->rx_crc);
-				memcpy(&got, c->rx_digest, 4);
-				if (got != crc) {
-					c->data_digest_bad = true;
-				}
-			}
-			conn_rx_pdu(c);
-			pdus++;
-			if (c->dead)
-				return;
-			free(c->rx_owned);
-			c->rx_owned = NULL;
-			c->data_digest_bad = false;
-			rx_reset(c);
-			if (c->handoff)
-				return;   /* the rest is parsed by the session's thread */
-			continue;
-		}
+		if (rx_piece_done(c, &pdus) == RX_STEP_STOP)
+			return;
 	}
 }
 
@@ -788,7 +814,8 @@ static void conn_rx_header(struct iscsi_conn *c)
 
 	if (reason) {
 		if (c->state != CONN_FULL) {
-			iscsi_conn_close(c, "PDU other than Login before login completed");
+			/* CONN_LOGIN took only Login PDUs (rx_bhs_done) */
+			iscsi_conn_close(c, "PDU after the Logout Response");
 			return;
 		}
 		if (reason == ISCSI_REJECT_CMD_NOT_SUPPORTED) {
@@ -840,54 +867,60 @@ static void queue_task_set_full(struct iscsi_conn *c, uint32_t itt)
 	iscsi_conn_queue_pdu(c, p);
 }
 
-static void rx_scsi_cmd_header(struct iscsi_conn *c)
+/*
+ * SCSI Command PDU (RFC 7143 11.2), in steps: admit it (session type,
+ * lengths, an ABORT TASK that came first, the CmdSN window), take a task,
+ * fill the task and its SCSI command from the header and the AHS, parse the
+ * CDB, size the transfer against the expected data transfer length, then
+ * get the buffer the immediate data lands in.
+ */
+
+/* False when the PDU is not to be executed (the connection may be closing). */
+static bool rx_cmd_admit(struct iscsi_conn *c, bool immediate, uint32_t cmdsn, uint32_t edtl)
 {
 	struct iscsi_session *s = c->sess;
 	const uint8_t *b = c->bhs;
-	bool immediate = bhs_immediate(b);
-	uint32_t cmdsn = get_be32(b + 24);
-	uint32_t edtl = get_be32(b + 20);
-	struct iscsi_task *t;
-	struct scsi_cmd *cmd;
-	bool rbit = b[1] & ISCSI_CMD_READ, wbit = b[1] & ISCSI_CMD_WRITE;
+	bool wbit = b[1] & ISCSI_CMD_WRITE;
 
 	if (s->discovery) {
 		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "SCSI command in a discovery session");
-		return;
+		return false;
 	}
 	if (c->dlen > c->max_recv_dsl) {
 		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "immediate data longer than MaxRecvDataSegmentLength");
-		return;
+		return false;
 	}
 	if (c->dlen && (!s->params.immediate_data || !wbit || c->dlen > s->params.first_burst ||
 			c->dlen > edtl)) {
 		conn_fatal(c, ISCSI_REJECT_PROTOCOL_ERROR, "unexpected immediate data");
-		return;
+		return false;
 	}
 	for (unsigned i = 0; !immediate && i < s->n_aborted_ahead; i++) {
 		if (s->aborted_ahead[i].cmdsn == cmdsn && s->aborted_ahead[i].itt == bhs_itt(b)) {
 			/* ABORT TASK got here first: drop it, data and all */
 			s->aborted_ahead[i] = s->aborted_ahead[--s->n_aborted_ahead];
 			c->rx_keep = 0;
-			return;
+			return false;
 		}
 	}
 	if (!immediate && !iscsi_cmdsn_acceptable(s, cmdsn)) {
 		/* Silently ignored, data and all. */
 		log_debug("CmdSN %u outside window [%u, %u]", cmdsn, s->exp_cmdsn, iscsi_session_max_cmdsn(s));
 		c->rx_keep = 0;
-		return;
+		return false;
 	}
-	t = iscsi_task_alloc(s, immediate);
-	if (!t) {
-		limit_hit(LIM_QUEUE_DEPTH, "connection %s: all %u tasks of the session in use; TASK SET FULL",
-			  c->peer, s->n_tasks);
-		if (!immediate)
-			iscsi_cmdsn_received(s, cmdsn);
-		queue_task_set_full(c, bhs_itt(b));
-		c->rx_keep = 0;
-		return;
-	}
+	return true;
+}
+
+/* The task and its command from the header; the CDB from the BHS and the
+ * Extended CDB AHS (RFC 7143 11.2.1.3, type 1). */
+static void rx_cmd_init(struct iscsi_conn *c, struct iscsi_task *t, uint32_t cmdsn, uint32_t edtl)
+{
+	struct iscsi_session *s = c->sess;
+	const uint8_t *b = c->bhs;
+	struct scsi_cmd *cmd;
+	bool rbit = b[1] & ISCSI_CMD_READ, wbit = b[1] & ISCSI_CMD_WRITE;
+
 	t->conn = c;
 	c->refs++;
 	t->itt = bhs_itt(b);
@@ -907,7 +940,6 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 	cmd->zc_ok = !c->ddigest;   /* a data digest needs the bytes in hand */
 	cmd->start_ns = scsi_stats_now_ns();   /* latency: receipt to status */
 
-	/* Extended CDB AHS (RFC 7143 11.2.1.3, type 1). */
 	uint32_t ahs_len = bhs_ahs_len(b);
 	for (uint32_t off = 0; off + 4 <= ahs_len;) {
 		uint16_t alen = get_be16(c->ahs + off);
@@ -927,6 +959,12 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		unsol = MIN(s->params.first_burst, edtl);
 	t->unsol_left = unsol - c->dlen;
 	t->unsol_done = t->unsol_left == 0;
+}
+
+/* Parse the CDB; a command that cannot run is answered once its data is in. */
+static void rx_cmd_parse(struct iscsi_task *t)
+{
+	struct scsi_cmd *cmd = &t->cmd;
 
 	if (cmd->exp_dir == SCSI_DIR_BIDI) {
 		t->parse_failed = true;
@@ -937,6 +975,12 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		t->parse_failed = true;   /* ACA (scsi/taskset.c) */
 		scsi_cmd_set_result(cmd, scsi_task_attr_check(cmd->task_attr));
 	}
+}
+
+/* The WRITE's transfer against the expected data transfer length (EDTL). */
+static void rx_cmd_size(struct iscsi_task *t, bool wbit, uint32_t edtl)
+{
+	struct scsi_cmd *cmd = &t->cmd;
 
 	if (!t->parse_failed && cmd->dir == SCSI_DIR_WRITE) {
 		if (cmd->xfer_len > t->edtl_in) {
@@ -964,6 +1008,34 @@ static void rx_scsi_cmd_header(struct iscsi_conn *c)
 		t->rsp_flags = ISCSI_FLAG_UNDERFLOW;
 		t->resid = edtl;
 	}
+}
+
+static void rx_scsi_cmd_header(struct iscsi_conn *c)
+{
+	struct iscsi_session *s = c->sess;
+	const uint8_t *b = c->bhs;
+	bool immediate = bhs_immediate(b);
+	uint32_t cmdsn = get_be32(b + 24);
+	uint32_t edtl = get_be32(b + 20);
+	struct iscsi_task *t;
+	struct scsi_cmd *cmd;
+
+	if (!rx_cmd_admit(c, immediate, cmdsn, edtl))
+		return;
+	t = iscsi_task_alloc(s, immediate);
+	if (!t) {
+		limit_hit(LIM_QUEUE_DEPTH, "connection %s: all %u tasks of the session in use; TASK SET FULL",
+			  c->peer, s->n_tasks);
+		if (!immediate)
+			iscsi_cmdsn_received(s, cmdsn);
+		queue_task_set_full(c, bhs_itt(b));
+		c->rx_keep = 0;
+		return;
+	}
+	rx_cmd_init(c, t, cmdsn, edtl);
+	rx_cmd_parse(t);
+	rx_cmd_size(t, b[1] & ISCSI_CMD_WRITE, edtl);
+	cmd = &t->cmd;
 
 	/* Buffer: data-in or data-out of the command. */
 	uint32_t need = t->parse_failed ? 0 : scsi_cmd_buf_need(cmd);
