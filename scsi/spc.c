@@ -180,7 +180,11 @@ static uint32_t vpd_block_limits(struct scsi_cmd *cmd, uint8_t *d)
 
 	put_be16(d + 2, 0x3c);
 	d[5] = 0;                                    /* no COMPARE AND WRITE */
-	put_be16(d + 6, 1);                          /* OPTIMAL TRANSFER LENGTH GRANULARITY */
+	/* OPTIMAL TRANSFER LENGTH GRANULARITY: one physical block. Less (one
+	 * logical block on a 512e LUN) is refused by Linux ("Preferred minimum
+	 * I/O size ... not a multiple of physical block size"), and a transfer
+	 * shorter than the backstore's block costs it a read-modify-write. */
+	put_be16(d + 6, (uint16_t)(1u << lun->lbppb_exp));
 	put_be32(d + 8, lun->max_xfer_blocks);       /* MAXIMUM TRANSFER LENGTH */
 	put_be32(d + 12, SCSI_OPT_XFER_BYTES >> lun->block_shift);
 	/* MAXIMUM PREFETCH LENGTH 0: no limit; COMPARE AND WRITE, UNMAP and

@@ -21,5 +21,6 @@ Suite *iscsi_cmdsn_suite(void);
 Suite *iscsi_reader_suite(void);
 Suite *iscsi_dataout_suite(void);
 Suite *iscsi_tmf_suite(void);
+Suite *limits_suite(void);
 
 #endif
