@@ -58,6 +58,7 @@ int backstore_open(struct backstore **out, const struct bs_params *p, char *err,
 	bs->read_only = p->read_only;
 	bs->thin = p->thin;
 	bs->direct = p->direct;
+	bs->atomic_fd = -1;
 	if (p->path) {
 		bs->path = strdup(p->path);
 		if (!bs->path) {
@@ -82,6 +83,7 @@ void backstore_close(struct backstore *bs)
 {
 	if (!bs)
 		return;
+	bs_atomic_close(bs);
 	bs->ops->close(bs);
 	free(bs->path);
 	free(bs);
@@ -304,8 +306,13 @@ void bs_fd_submit(struct io_engine *eng, struct bs_io *io, void (*zero_work)(str
 		return;
 	}
 	switch (io->op) {
-	case BS_OP_READ:
 	case BS_OP_WRITE:
+		if (io->flags & BS_IO_ATOMIC) {
+			bs_atomic_submit(eng, io);
+			return;
+		}
+		/* fall through */
+	case BS_OP_READ:
 	case BS_OP_FLUSH:
 		io->xfer_done = 0;
 		if (likely(io_engine_uring_rw(eng, io, io->bs->fd)))

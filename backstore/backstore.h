@@ -30,6 +30,9 @@ enum bs_op {
 };
 
 #define BS_IO_FUA 0x1u     /* write through to stable storage before completing */
+#define BS_IO_ATOMIC 0x2u  /* WRITE: whole or not at all, whatever happens to the
+                            * daemon; one segment, len and offset as
+                            * backstore_atomic_fits() says (else -EINVAL) */
 
 struct bs_io {
 	struct backstore *bs;
@@ -93,8 +96,17 @@ struct backstore {
 	uint32_t phys_block_size; /* unit of allocation and caching, set at open:
 	                           * the device's physical block, the file
 	                           * system's block, a page (0: not known) */
+	/* Atomic writes (BS_IO_ATOMIC), set at open (backstore/bs_atomic.c):
+	 * power-of-two lengths from atomic_min to atomic_max bytes, at offsets
+	 * aligned to their length, are written whole or not at all, also when
+	 * the daemon is killed. 0: none. atomic_any: every write is (memory:
+	 * nothing of it outlives the daemon), with no limit of its own. */
+	uint32_t atomic_min, atomic_max;
+	bool atomic_any;
 	/* --- private to backstore/ --- */
 	int fd;                   /* -1 for memory */
+	int atomic_fd;            /* O_DIRECT descriptor for atomic writes, or -1 */
+	uint32_t dio_mem_align;   /* buffer alignment of direct I/O on atomic_fd */
 	uint32_t dev_block_size;  /* block device logical block size, else 512 */
 	bool direct;
 	bool is_blockdev;
@@ -151,6 +163,15 @@ static inline int backstore_lba_status(struct backstore *bs, uint64_t offset, ui
 		return 0;
 	}
 	return bs->ops->lba_status(bs, offset, max_len, mapped, run_len);
+}
+
+/* Can the backstore write [offset, offset + len) with BS_IO_ATOMIC? */
+static inline bool backstore_atomic_fits(const struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	if (bs->atomic_any)
+		return true;
+	return bs->atomic_min && len >= bs->atomic_min && len <= bs->atomic_max &&
+	       !(len & (len - 1)) && !(offset & (len - 1));
 }
 
 /* Request contract (every backstore):

@@ -169,6 +169,7 @@ static int bs_block_open(struct backstore *bs, const struct bs_params *p, char *
 		bs->fd = -1;
 		goto fail;
 	}
+	bs_atomic_probe_block(bs, st.st_rdev);
 	return 0;
 fail:
 	close(fd);

@@ -227,6 +227,7 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 	/* the file system's block: its unit of allocation (and of reflinks) */
 	bs->phys_block_size = st.st_blksize > 0 ? (uint32_t)st.st_blksize : 0;
 	bs_file_map(bs, p);
+	bs_atomic_probe_file(bs);
 	return 0;
 fail:
 	close(fd);

@@ -3,6 +3,7 @@
 #define BACKSTORE_BS_IMPL_H
 
 #include <errno.h>
+#include <sys/types.h>
 #include "backstore/backstore.h"
 #include "backstore/io_engine.h"
 
@@ -58,6 +59,18 @@ void backstore_copy_work(struct bs_io *io);
 
 /* Write len zero bytes at offset on fd (the slow fallback). 0 or -errno. */
 int bs_write_zero_buffers(int fd, uint64_t offset, uint64_t len);
+
+/* Atomic writes (bs_atomic.c). bs_atomic_clamp(): the power-of-two unit
+ * range [*out_min, *out_max] within a device's or file's atomic write
+ * limits (unit min/max, max_bytes and boundary 0: none); 0, 0: none.
+ * The probes set bs->atomic_* at open; bs_atomic_submit() runs one
+ * BS_IO_ATOMIC write; bs_atomic_close() at close. */
+void bs_atomic_clamp(uint32_t unit_min, uint32_t unit_max, uint32_t max_bytes, uint32_t boundary,
+		     uint32_t *out_min, uint32_t *out_max);
+void bs_atomic_probe_file(struct backstore *bs);
+void bs_atomic_probe_block(struct backstore *bs, dev_t rdev);
+void bs_atomic_submit(struct io_engine *eng, struct bs_io *io);
+void bs_atomic_close(struct backstore *bs);
 
 /* Memory backstore: base address (NULL if bs is not a memory backstore)
  * and marking a range as written (for lba_status). */

@@ -199,6 +199,7 @@ static int bs_memory_open(struct backstore *bs, const struct bs_params *p, char 
 	bs->mem_base = m->base;
 	bs->size = p->size;
 	bs->phys_block_size = MEM_PAGE;
+	bs->atomic_any = true;     /* the range lock is all it takes */
 	bs->dev_block_size = 512;
 	bs->is_blockdev = false;
 	bs->discard_zeroes = true;

@@ -163,6 +163,7 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	if (t->priv_alua)
 		lun->tpgs = 0x3;      /* implicit and explicit ALUA */
 	lun->lbppb_exp = lun_lbppb_exp(lun);
+	scsi_atomic_init(lun);
 	if (xcopy_lun_init(lun)) {
 		scsi_lun_destroy(lun);
 		return -ENOMEM;

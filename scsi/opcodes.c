@@ -219,6 +219,11 @@ static const struct scsi_opcode op_write16 = {
 	.usage = { 0x8a, 0x18, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
 	.parse = sbc_parse_rw, .flags = OPF_MEDIUM | OPF_WRITES | OPF_SHRINK,
 };
+static const struct scsi_opcode op_write_atomic16 = {
+	.opcode = 0x9c, .name = "WRITE ATOMIC(16)", .cdb_len = 16,
+	.usage = { 0x9c, 0x18, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
+	.parse = sbc_parse_write_atomic16, .flags = OPF_MEDIUM | OPF_WRITES | OPF_ATOMIC,
+};
 static const struct scsi_opcode op_orwrite16 = {
 	.opcode = 0x8b, .name = "ORWRITE(16)", .cdb_len = 16,
 	.usage = { 0x8b, 0x18, LBA8, 0xff, 0xff, 0xff, 0xff, 0x1f, 0 },
@@ -353,7 +358,8 @@ const struct scsi_opcode *const scsi_opcodes[] = {
 	&op_extended_copy, &op_rcr_status, &op_rcr_op_params, &op_rcr_failed,
 	&op_read16, &op_compare_and_write, &op_write16, &op_orwrite16,
 	&op_write_verify16, &op_verify16,
-	&op_prefetch16, &op_sync_cache16, &op_write_same16, &op_read_capacity16,
+	&op_prefetch16, &op_sync_cache16, &op_write_same16, &op_write_atomic16,
+	&op_read_capacity16,
 	&op_get_lba_status,
 	&op_report_luns, &op_rtpg, &op_rsoc, &op_rstmf, &op_stpg,
 	&op_read12, &op_write12, &op_write_verify12, &op_verify12,
@@ -423,6 +429,7 @@ static const struct scsi_opcode *const op_index[256] = {
 	[0x5a] = &op_mode_sense10, [0x88] = &op_read16, [0x8a] = &op_write16,
 	[0x89] = &op_compare_and_write, [0x8b] = &op_orwrite16, [0x8e] = &op_write_verify16, [0x8f] = &op_verify16,
 	[0x90] = &op_prefetch16, [0x91] = &op_sync_cache16, [0x93] = &op_write_same16,
+	[0x9c] = &op_write_atomic16,
 	[0xa0] = &op_report_luns, [0xa8] = &op_read12, [0xaa] = &op_write12,
 	[0xae] = &op_write_verify12, [0xaf] = &op_verify12,
 	[0xb7] = &op_read_defect12,
@@ -469,6 +476,8 @@ bool scsi_op_available(const struct scsi_opcode *op, const struct scsi_lun *lun)
 	if ((op->flags & OPF_SANITIZE) && (!lun || !lun->sanitize_ok))
 		return false;
 	if ((op->flags & OPF_THIN) && (!lun || !vaai_lbp(lun)))
+		return false;
+	if ((op->flags & OPF_ATOMIC) && (!lun || !scsi_lun_atomic(lun)))
 		return false;
 	return true;
 }

@@ -154,6 +154,12 @@ static void sbc_write_done(struct bs_io *io)
 	scsi_cmd_done(cmd, sbc_io_failed(io) ? scsi_bs_error(io->result, true) : SR_OK);
 }
 
+static enum sense_reason sbc_read_locked(struct scsi_cmd *cmd)
+{
+	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, cmd->buf, 0, sbc_read_done);
+	return SR_PENDING;
+}
+
 /* SBC-4 5.15-5.18 READ(6/10/12/16) */
 static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 {
@@ -161,6 +167,12 @@ static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 
 	if (!cmd->nblocks)
 		return SR_OK;
+	/* SBC-4 4.29.3: where atomic writes are offered, a read sees one whole
+	 * or not at all: it holds the range lock shared while it reads (the
+	 * atomic write holds it exclusive), and so never goes zero-copy */
+	if (scsi_lun_atomic(cmd->lun))
+		return scsi_rl_lock(cmd, cmd->lun, cmd->lba, cmd->nblocks, RL_SHARED,
+				    sbc_read_locked);
 	if (cmd->zc_ok &&
 	    (zc = backstore_zc_ptr(cmd->lun->bs, cmd->lba << cmd->lun->block_shift, cmd->xfer_len))) {
 		/* Zero copy: the transport sends from the backstore's own
@@ -263,12 +275,25 @@ static void sbc_verify_done(struct bs_io *io)
 	scsi_cmd_done(cmd, r);
 }
 
+static enum sense_reason sbc_verify_locked(struct scsi_cmd *cmd)
+{
+	void *m = scsi_scratch(cmd, (size_t)cmd->nblocks << cmd->lun->block_shift);
+
+	if (!m)
+		return SR_INTERNAL_ERROR;
+	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, m, 0, sbc_verify_done);
+	return SR_PENDING;
+}
+
 static enum sense_reason sbc_exec_verify(struct scsi_cmd *cmd)
 {
 	void *m;
 
 	if (!cmd->nblocks)
 		return SR_OK;
+	if (scsi_lun_atomic(cmd->lun))    /* as READ: atomic writes seen whole */
+		return scsi_rl_lock(cmd, cmd->lun, cmd->lba, cmd->nblocks, RL_SHARED,
+				    sbc_verify_locked);
 	m = scsi_scratch(cmd, (size_t)cmd->nblocks << cmd->lun->block_shift);
 	if (!m)
 		return SR_INTERNAL_ERROR;

@@ -235,6 +235,12 @@ struct scsi_lun {
 	                               * BLOCK EXPONENT: log2(backstore physical
 	                               * block / block_size), 0 when not larger */
 	uint32_t max_xfer_blocks;     /* VPD B0 MAXIMUM TRANSFER LENGTH, honoured */
+	/* WRITE ATOMIC (scsi/sbc_atomic.c), set at creation: ATOMIC TRANSFER
+	 * LENGTH GRANULARITY (= ATOMIC ALIGNMENT) and MAXIMUM ATOMIC TRANSFER
+	 * LENGTH in blocks, powers of two, 0 when not offered; the backstore's
+	 * own atomic write units in blocks (0: any write is atomic). */
+	uint32_t atomic_gran, atomic_max;
+	uint32_t atomic_unit_min, atomic_unit_max;
 	_Atomic uint32_t sanitize_progress; /* 0..65535 while sanitizing */
 	_Atomic bool sanitize_failed; /* last SANITIZE failed: EXIT FAILURE MODE */
 
@@ -292,6 +298,7 @@ struct scsi_opcode {
 #define OPF_SANITIZE    0x080  /* exists only where SANITIZE is allowed */
 #define OPF_SANITIZE_OK 0x100  /* allowed while a SANITIZE is in progress */
 #define OPF_THIN        0x200  /* exists only with logical block provisioning (UNMAP) */
+#define OPF_ATOMIC      0x800  /* exists only where atomic writes are offered */
 #define OPF_SHRINK      0x400  /* a short data-out may shrink it to the whole blocks
                                 * received (scsi_cmd_shrink_dataout()) */
 
@@ -370,6 +377,10 @@ struct scsi_cmd {
 			bool dirty;     /* something was deallocated */
 		} unmap;
 		struct xcopy_job *xcopy; /* EXTENDED COPY (scsi/xcopy.c) */
+		struct {                /* WRITE ATOMIC: the blocks written */
+			uint64_t wlba;  /* as one atomic write (the command's */
+			uint32_t wn;    /* own, or the window holding them) */
+		} atomic;
 	};
 	uint32_t buf_extra;             /* scratch bytes a handler wants after
 	                                 * xfer_len (set by parsing) */

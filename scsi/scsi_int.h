@@ -193,6 +193,23 @@ enum sense_reason sbc_parse_rw(struct scsi_cmd *cmd);
 enum sense_reason sbc_parse_verify(struct scsi_cmd *cmd);
 enum sense_reason sbc_parse_write_verify(struct scsi_cmd *cmd);
 enum sense_reason sbc_parse_orwrite(struct scsi_cmd *cmd);
+enum sense_reason sbc_parse_write_atomic16(struct scsi_cmd *cmd);
+
+/* --- atomic writes (scsi/sbc_atomic.c) --- */
+/* The LUN's atomic write limits from its backstore (at creation). */
+void scsi_atomic_init(struct scsi_lun *lun);
+/* VPD B0: the atomic write fields. */
+void scsi_atomic_vpd(const struct scsi_lun *lun, uint8_t *d);
+/* Does the LUN offer WRITE ATOMIC? Then its readers take the range lock. */
+static inline bool scsi_lun_atomic(const struct scsi_lun *lun)
+{
+	return lun->atomic_max != 0;
+}
+/* The smallest naturally aligned power-of-two run of blocks [*wlba, *wlba +
+ * *wn), from unit_min to unit_max blocks and inside [0, cap), that holds
+ * [lba, lba + n); false when there is none. */
+bool scsi_atomic_window(uint64_t lba, uint64_t n, uint64_t unit_min, uint64_t unit_max,
+			uint64_t cap, uint64_t *wlba, uint64_t *wn);
 enum sense_reason sbc_parse_prefetch(struct scsi_cmd *cmd);
 enum sense_reason sbc_parse_sync_cache(struct scsi_cmd *cmd);
 enum sense_reason sbc_parse_start_stop(struct scsi_cmd *cmd);

@@ -190,6 +190,7 @@ static uint32_t vpd_block_limits(struct scsi_cmd *cmd, uint8_t *d)
 	/* MAXIMUM PREFETCH LENGTH 0: no limit; COMPARE AND WRITE, UNMAP and
 	 * WRITE SAME limits: scsi/vaai.c */
 	vaai_vpd_block_limits(lun, d);
+	scsi_atomic_vpd(lun, d);     /* atomic write limits: scsi/sbc_atomic.c */
 	return 64;
 }
 

@@ -202,6 +202,7 @@ static bool op_is_write(uint8_t op)
 {
 	switch (op) {
 	case 0x0a: case 0x2a: case 0xaa: case 0x8a:   /* WRITE */
+	case 0x9c:                                    /* WRITE ATOMIC */
 	case 0x2e: case 0xae: case 0x8e:              /* WRITE AND VERIFY */
 		return true;
 	default:
