@@ -48,7 +48,7 @@
 #ifndef RWF_ATOMIC
 #define RWF_ATOMIC 0x00000040
 #endif
-#define BS_STATX_DIOALIGN 0x00002000u
+#define BS_STATX_DIOALIGN     0x00002000u
 #define BS_STATX_WRITE_ATOMIC 0x00010000u
 
 /* struct statx as the kernel lays it out (6.11 and later); the C library
@@ -127,8 +127,7 @@ static int bs_atomic_reopen(struct backstore *bs)
 }
 
 /* Record the limits (already clamped) and the descriptor to use. */
-static void bs_atomic_set(struct backstore *bs, const struct bs_statx *sx, uint32_t lo,
-			  uint32_t hi)
+static void bs_atomic_set(struct backstore *bs, const struct bs_statx *sx, uint32_t lo, uint32_t hi)
 {
 	int fd;
 
@@ -140,8 +139,8 @@ static void bs_atomic_set(struct backstore *bs, const struct bs_statx *sx, uint3
 	bs->atomic_fd = fd;
 	bs->atomic_min = lo;
 	bs->atomic_max = hi;
-	bs->dio_mem_align = (sx->mask & BS_STATX_DIOALIGN) && sx->dio_mem_align ?
-			    sx->dio_mem_align : 4096;
+	bs->dio_mem_align =
+		(sx->mask & BS_STATX_DIOALIGN) && sx->dio_mem_align ? sx->dio_mem_align : 4096;
 	log_info("%s: atomic writes of %u to %u bytes (RWF_ATOMIC, direct I/O)", bs->path, lo, hi);
 }
 
@@ -235,7 +234,7 @@ static void bs_atomic_work(struct bs_io *io)
 	if (r < 0)
 		io->result = -errno;
 	else if ((uint64_t)r != io->len)
-		io->result = -EIO;    /* never for an atomic write: all or nothing */
+		io->result = -EIO; /* never for an atomic write: all or nothing */
 	else
 		io->result = r;
 	free(bounce);
@@ -247,7 +246,8 @@ void bs_atomic_submit(struct io_engine *eng, struct bs_io *io)
 
 	for (int i = 0; i < io->iovcnt; i++)
 		len += io->iov[i].iov_len;
-	if (io->iovcnt != 1 || len != io->len || !backstore_atomic_fits(io->bs, io->offset, io->len)) {
+	if (io->iovcnt != 1 || len != io->len ||
+	    !backstore_atomic_fits(io->bs, io->offset, io->len)) {
 		bs_complete(eng, io, -EINVAL);
 		return;
 	}

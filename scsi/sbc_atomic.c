@@ -67,13 +67,14 @@ void scsi_atomic_init(struct scsi_lun *lun)
 		hi = MIN((uint64_t)bs->atomic_max,
 			 (uint64_t)lun->max_xfer_blocks << lun->block_shift);
 		/* the backstore's own unit range, in blocks (for widening) */
-		lun->atomic_unit_min = (uint32_t)(MAX((uint64_t)bs->atomic_min,
-						      (uint64_t)lun->block_size) >> lun->block_shift);
+		lun->atomic_unit_min =
+			(uint32_t)(MAX((uint64_t)bs->atomic_min, (uint64_t)lun->block_size) >>
+				   lun->block_shift);
 		lun->atomic_unit_max = (uint32_t)(hi >> lun->block_shift);
 	} else {
 		return;
 	}
-	hi = 1ull << at_log2(hi);       /* powers of two */
+	hi = 1ull << at_log2(hi); /* powers of two */
 	if (lo & (lo - 1) || hi < lo)
 		return;
 	lun->atomic_gran = (uint32_t)(lo >> lun->block_shift);
@@ -83,9 +84,9 @@ void scsi_atomic_init(struct scsi_lun *lun)
 /* SBC-4 6.6.4 Block Limits: the atomic write fields (d: the zeroed page). */
 void scsi_atomic_vpd(const struct scsi_lun *lun, uint8_t *d)
 {
-	put_be32(d + 44, lun->atomic_max);      /* MAXIMUM ATOMIC TRANSFER LENGTH */
-	put_be32(d + 48, lun->atomic_gran);     /* ATOMIC ALIGNMENT */
-	put_be32(d + 52, lun->atomic_gran);     /* ATOMIC TRANSFER LENGTH GRANULARITY */
+	put_be32(d + 44, lun->atomic_max);  /* MAXIMUM ATOMIC TRANSFER LENGTH */
+	put_be32(d + 48, lun->atomic_gran); /* ATOMIC ALIGNMENT */
+	put_be32(d + 52, lun->atomic_gran); /* ATOMIC TRANSFER LENGTH GRANULARITY */
 	/* MAXIMUM ATOMIC TRANSFER LENGTH WITH ATOMIC BOUNDARY, MAXIMUM ATOMIC
 	 * BOUNDARY SIZE: 0, no boundaries */
 }
@@ -101,9 +102,9 @@ bool scsi_atomic_window(uint64_t lba, uint64_t n, uint64_t unit_min, uint64_t un
 		uint64_t start = lba & ~(p - 1);
 
 		if (p < n || start + p < lba + n)
-			continue;                /* too short, or straddles */
+			continue; /* too short, or straddles */
 		if (start + p > cap)
-			return false;            /* every larger one too */
+			return false; /* every larger one too */
 		*wlba = start;
 		*wn = p;
 		return true;
@@ -123,11 +124,15 @@ static void atomic_submit(struct scsi_cmd *cmd, void *buf)
 {
 	uint8_t shift = cmd->lun->block_shift;
 
-	scsi_submit(cmd, &(struct scsi_io){
-		.op = BS_OP_WRITE, .flags = scsi_write_flags(cmd) | BS_IO_ATOMIC,
-		.offset = cmd->atomic.wlba << shift, .len = (uint64_t)cmd->atomic.wn << shift,
-		.buf = buf, .done = atomic_write_done,
-	});
+	scsi_submit(cmd,
+		    &(struct scsi_io){
+			    .op = BS_OP_WRITE,
+			    .flags = scsi_write_flags(cmd) | BS_IO_ATOMIC,
+			    .offset = cmd->atomic.wlba << shift,
+			    .len = (uint64_t)cmd->atomic.wn << shift,
+			    .buf = buf,
+			    .done = atomic_write_done,
+		    });
 }
 
 /* The window has been read: lay the command's data in, write it whole. */
@@ -158,10 +163,14 @@ static enum sense_reason atomic_locked(struct scsi_cmd *cmd)
 	w = scsi_scratch(cmd, (size_t)len);
 	if (!w)
 		return SR_INTERNAL_ERROR;
-	scsi_submit(cmd, &(struct scsi_io){
-		.op = BS_OP_READ, .offset = cmd->atomic.wlba << shift, .len = len, .buf = w,
-		.done = atomic_window_read,
-	});
+	scsi_submit(cmd,
+		    &(struct scsi_io){
+			    .op = BS_OP_READ,
+			    .offset = cmd->atomic.wlba << shift,
+			    .len = len,
+			    .buf = w,
+			    .done = atomic_window_read,
+		    });
 	return SR_PENDING;
 }
 
@@ -193,9 +202,9 @@ enum sense_reason sbc_parse_write_atomic16(struct scsi_cmd *cmd)
 	cmd->atomic.wn = n;
 	if (n) {
 		if (lba & (g - 1))
-			return scsi_invalid_cdb(cmd, 2, -1);       /* ATOMIC ALIGNMENT */
+			return scsi_invalid_cdb(cmd, 2, -1); /* ATOMIC ALIGNMENT */
 		if (n & (g - 1) || n > lun->atomic_max)
-			return scsi_invalid_cdb(cmd, 12, -1);      /* GRANULARITY, MAXIMUM */
+			return scsi_invalid_cdb(cmd, 12, -1); /* GRANULARITY, MAXIMUM */
 		if (!lun->bs->atomic_any &&
 		    !backstore_atomic_fits(lun->bs, lba << lun->block_shift,
 					   (uint64_t)n << lun->block_shift)) {

@@ -31,17 +31,17 @@
 #include "backstore/backstore.h"
 #include "common/util.h"
 
-#define T_NAME "iqn.2026-01.org.example:limits-test"
+#define T_NAME  "iqn.2026-01.org.example:limits-test"
 #define BUF_CAP (1u << 20)
-#define PAGE 4096u
+#define PAGE    4096u
 
 /* --- the reported limits, decoded --- */
 
 struct lim {
 	/* READ CAPACITY(16) */
 	uint64_t last_lba;
-	uint32_t lbs;                 /* logical block, bytes */
-	uint32_t phys;                /* lbs << LBPPBE */
+	uint32_t lbs;  /* logical block, bytes */
+	uint32_t phys; /* lbs << LBPPBE */
 	uint32_t lowest_aligned;
 	bool lbpme, lbprz_rc;
 	/* Block Limits */
@@ -118,7 +118,7 @@ static const char *bad(const char *fmt, ...)
  * sd_read_capacity, sd_validate_min_xfer_size, sd_validate_opt_xfer_size). */
 static const char *lim_check_xfer(const struct lim *l)
 {
-	uint32_t per = l->phys / l->lbs;     /* logical blocks per physical block */
+	uint32_t per = l->phys / l->lbs; /* logical blocks per physical block */
 
 	if (!is_pow2(l->lbs) || l->lbs < 512)
 		return bad("logical block %u", l->lbs);
@@ -137,8 +137,8 @@ static const char *lim_check_xfer(const struct lim *l)
 	/* Linux: "Preferred minimum I/O size not a multiple of physical block size" */
 	if (l->otlg == 0 || (uint64_t)l->otlg * l->lbs % l->phys)
 		return bad("OPTIMAL TRANSFER LENGTH GRANULARITY %u blocks (%llu bytes) "
-			   "not a multiple of the physical block (%u bytes)", l->otlg,
-			   (unsigned long long)l->otlg * l->lbs, l->phys);
+			   "not a multiple of the physical block (%u bytes)",
+			   l->otlg, (unsigned long long)l->otlg * l->lbs, l->phys);
 	if (l->otlg > l->max_xfer)
 		return bad("OPTIMAL TRANSFER LENGTH GRANULARITY %u > MAXIMUM TRANSFER LENGTH %u",
 			   l->otlg, l->max_xfer);
@@ -148,17 +148,19 @@ static const char *lim_check_xfer(const struct lim *l)
 		if (l->opt_xfer > l->max_xfer)
 			return bad("OPTIMAL TRANSFER LENGTH %u > MAXIMUM TRANSFER LENGTH %u",
 				   l->opt_xfer, l->max_xfer);
-		if (l->opt_xfer > 0xffff)      /* Linux: > sd driver limit */
+		if (l->opt_xfer > 0xffff) /* Linux: > sd driver limit */
 			return bad("OPTIMAL TRANSFER LENGTH %u > 0xffff blocks", l->opt_xfer);
 		if (bytes < PAGE)
 			return bad("OPTIMAL TRANSFER LENGTH %llu bytes < a page",
 				   (unsigned long long)bytes);
 		if (l->opt_xfer % l->otlg)
-			return bad("OPTIMAL TRANSFER LENGTH %u not a multiple of the granularity %u",
-				   l->opt_xfer, l->otlg);
+			return bad(
+				"OPTIMAL TRANSFER LENGTH %u not a multiple of the granularity %u",
+				l->opt_xfer, l->otlg);
 		if (bytes % l->phys)
 			return bad("OPTIMAL TRANSFER LENGTH %llu bytes not a multiple of the "
-				   "physical block", (unsigned long long)bytes);
+				   "physical block",
+				   (unsigned long long)bytes);
 	}
 	if (l->caw == 0 || l->caw > l->max_xfer)
 		return bad("MAXIMUM COMPARE AND WRITE LENGTH %u (MAXIMUM TRANSFER LENGTH %u)",
@@ -233,7 +235,8 @@ static const char *lim_check_atomic(const struct lim *l)
 			   l->max_atomic, l->max_xfer);
 	if (!is_pow2(l->atomic_gran) || (uint64_t)l->atomic_gran * l->lbs % l->phys)
 		return bad("ATOMIC TRANSFER LENGTH GRANULARITY %u: not a power of two number of "
-			   "physical blocks", l->atomic_gran);
+			   "physical blocks",
+			   l->atomic_gran);
 	if (!is_pow2(l->atomic_align) || l->atomic_gran % l->atomic_align)
 		return bad("ATOMIC ALIGNMENT %u: not a power of two dividing the granularity %u",
 			   l->atomic_align, l->atomic_gran);
@@ -243,8 +246,8 @@ static const char *lim_check_atomic(const struct lim *l)
 	/* what Linux makes of it: power-of-two units, naturally aligned */
 	unit_min = rounddown_pow2(l->atomic_gran);
 	unit_max = rounddown_pow2(l->max_atomic);
-	if (unit_min % l->atomic_gran || unit_max % l->atomic_gran ||
-	    unit_min % l->atomic_align || unit_max % l->atomic_align)
+	if (unit_min % l->atomic_gran || unit_max % l->atomic_gran || unit_min % l->atomic_align ||
+	    unit_max % l->atomic_align)
 		return bad("atomic units %llu..%llu blocks do not fit granularity %u, alignment %u",
 			   (unsigned long long)unit_min, (unsigned long long)unit_max,
 			   l->atomic_gran, l->atomic_align);
@@ -270,38 +273,54 @@ struct profile {
 	const char *name;
 	enum bs_kind kind;
 	uint32_t block_size;
-	uint32_t phys;               /* BK_FAKE: the backstore's physical block */
-	bool thin;                   /* the LUN (and the backstore) deallocate */
-	bool zeroes;                 /* BK_FAKE: discard reads back zeroes */
+	uint32_t phys; /* BK_FAKE: the backstore's physical block */
+	bool thin;     /* the LUN (and the backstore) deallocate */
+	bool zeroes;   /* BK_FAKE: discard reads back zeroes */
 	uint64_t nblocks;
-	uint32_t want_phys;          /* READ CAPACITY(16)'s physical block */
+	uint32_t want_phys;              /* READ CAPACITY(16)'s physical block */
+	uint32_t atomic_min, atomic_max; /* BK_FAKE: the device's atomic writes */
+	bool want_atomic;                /* WRITE ATOMIC offered */
 };
 
 static const struct profile profiles[] = {
-	{ "512 block device, thick", BK_FAKE, 512, 512, false, false, 1u << 20, 512 },
-	{ "512 block device, thin, LBPRZ", BK_FAKE, 512, 512, true, true, 1u << 20, 512 },
-	{ "512e block device, thin", BK_FAKE, 512, 4096, true, true, 1u << 21, 4096 },
-	{ "512e block device, thin, no LBPRZ", BK_FAKE, 512, 4096, true, false, 1u << 21, 4096 },
-	{ "512e block device, thick", BK_FAKE, 512, 4096, false, false, 1u << 21, 4096 },
-	{ "4Kn block device, thin", BK_FAKE, 4096, 4096, true, true, 1u << 18, 4096 },
-	{ "512 on a 64 KiB-block file system", BK_FAKE, 512, 65536, true, true, 1u << 21, 65536 },
-	{ "512 on a 1 MiB-block file system", BK_FAKE, 512, 1u << 20, true, true, 1u << 21,
-	  1u << 20 },
-	{ "4096 on a 2 MiB-block file system", BK_FAKE, 4096, 2u << 20, true, true, 1u << 18,
-	  4096 },
-	{ "512e beyond 2^32 blocks", BK_FAKE, 512, 4096, true, true, (1ull << 33) + 8, 4096 },
-	{ "512e memory, thin", BK_MEMORY, 512, 0, true, true, 8192, 4096 },
-	{ "512e memory, thick", BK_MEMORY, 512, 0, false, true, 8192, 4096 },
-	{ "4096 memory, thin", BK_MEMORY, 4096, 0, true, true, 1024, 4096 },
-	{ "512 file, thin", BK_FILE, 512, 0, true, true, 8192, 0 },
-	{ "512 file, thick", BK_FILE, 512, 0, false, true, 8192, 0 },
-	{ "4096 file, thin", BK_FILE, 4096, 0, true, true, 1024, 0 },
+	{"512 block device, thick", BK_FAKE, 512, 512, false, false, 1u << 20, 512, 0, 0, false},
+	{"512 block device, thin, LBPRZ", BK_FAKE, 512, 512, true, true, 1u << 20, 512, 0, 0,
+	 false},
+	{"512e block device, thin", BK_FAKE, 512, 4096, true, true, 1u << 21, 4096, 0, 0, false},
+	{"512e block device, thin, no LBPRZ", BK_FAKE, 512, 4096, true, false, 1u << 21, 4096, 0, 0,
+	 false},
+	{"512e block device, thick", BK_FAKE, 512, 4096, false, false, 1u << 21, 4096, 0, 0, false},
+	{"4Kn block device, thin", BK_FAKE, 4096, 4096, true, true, 1u << 18, 4096, 0, 0, false},
+	{"512 on a 64 KiB-block file system", BK_FAKE, 512, 65536, true, true, 1u << 21, 65536, 0,
+	 0, false},
+	{"512 on a 1 MiB-block file system", BK_FAKE, 512, 1u << 20, true, true, 1u << 21, 1u << 20,
+	 0, 0, false},
+	{"4096 on a 2 MiB-block file system", BK_FAKE, 4096, 2u << 20, true, true, 1u << 18, 4096,
+	 0, 0, false},
+	{"512e beyond 2^32 blocks", BK_FAKE, 512, 4096, true, true, (1ull << 33) + 8, 4096, 0, 0,
+	 false},
+	{"512e memory, thin", BK_MEMORY, 512, 0, true, true, 8192, 4096, 0, 0, true},
+	{"512e memory, thick", BK_MEMORY, 512, 0, false, true, 8192, 4096, 0, 0, true},
+	{"4096 memory, thin", BK_MEMORY, 4096, 0, true, true, 1024, 4096, 0, 0, true},
+	{"512e device, atomic 4 KiB..64 KiB", BK_FAKE, 512, 4096, true, true, 1u << 21, 4096, 4096,
+	 65536, true},
+	{"512 device, atomic 512 B..1 MiB", BK_FAKE, 512, 512, false, false, 1u << 21, 512, 512,
+	 1u << 20, true},
+	{"512e device, atomic 512 B..16 MiB (above MAXIMUM TRANSFER LENGTH)", BK_FAKE, 512, 4096,
+	 true, true, 1u << 21, 4096, 512, 16u << 20, true},
+	{"4Kn device, atomic 4 KiB..24 KiB", BK_FAKE, 4096, 4096, true, true, 1u << 18, 4096, 4096,
+	 24576, true},
+	{"512e device, atomic unit above the physical block", BK_FAKE, 512, 4096, true, true,
+	 1u << 21, 4096, 16384, 65536, true},
+	{"512 file, thin", BK_FILE, 512, 0, true, true, 8192, 0, 0, 0, false},
+	{"512 file, thick", BK_FILE, 512, 0, false, true, 8192, 0, 0, 0, false},
+	{"4096 file, thin", BK_FILE, 4096, 0, true, true, 1024, 0, 0, 0, false},
 };
 
 static struct scsi_target tgt;
 static struct scsi_nexus nx;
 static struct sh_fake fake;
-static struct backstore *bs;      /* memory or file, else NULL */
+static struct backstore *bs; /* memory or file, else NULL */
 static struct scsi_lun *lun;
 static char fpath[256];
 static bool attached;
@@ -333,7 +352,7 @@ static void lim_teardown(void)
 static struct backstore *profile_bs(const struct profile *p)
 {
 	uint64_t bytes = p->nblocks * p->block_size;
-	struct bs_params bp = { .block_size = p->block_size, .size = bytes, .thin = p->thin };
+	struct bs_params bp = {.block_size = p->block_size, .size = bytes, .thin = p->thin};
 	char err[256];
 	int fd;
 
@@ -342,6 +361,8 @@ static struct backstore *profile_bs(const struct profile *p)
 		fake.bs.phys_block_size = p->phys;
 		fake.bs.thin = p->thin;
 		fake.bs.discard_zeroes = p->zeroes;
+		fake.bs.atomic_min = p->atomic_min;
+		fake.bs.atomic_max = p->atomic_max;
 		return &fake.bs;
 	}
 	if (p->kind == BK_MEMORY) {
@@ -373,9 +394,9 @@ static void run_in(const uint8_t *cdb, unsigned len, uint8_t *out, uint32_t want
 
 static void read_limits(struct lim *l)
 {
-	static const uint8_t rc16[16] = { 0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0 };
-	static const uint8_t b0[6] = { 0x12, 0x01, 0xb0, 0, 64, 0 };
-	static const uint8_t b2[6] = { 0x12, 0x01, 0xb2, 0, 8, 0 };
+	static const uint8_t rc16[16] = {0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0};
+	static const uint8_t b0[6] = {0x12, 0x01, 0xb0, 0, 64, 0};
+	static const uint8_t b2[6] = {0x12, 0x01, 0xb2, 0, 8, 0};
 	uint8_t rc[32], d0[64], d2[8];
 
 	run_in(rc16, sizeof(rc16), rc, 32);
@@ -387,8 +408,8 @@ static void read_limits(struct lim *l)
 START_TEST(test_profile_consistent)
 {
 	const struct profile *p = &profiles[_i];
-	struct scsi_lun_params lp = { .id = 0, .block_size = p->block_size,
-				      .nblocks = p->nblocks, .thin = p->thin };
+	struct scsi_lun_params lp = {
+		.id = 0, .block_size = p->block_size, .nblocks = p->nblocks, .thin = p->thin};
 	struct backstore *b = profile_bs(p);
 	const char *w;
 	struct lim l;
@@ -403,9 +424,14 @@ START_TEST(test_profile_consistent)
 	ck_assert_uint_eq(l.last_lba, p->nblocks - 1);
 	if (p->want_phys)
 		ck_assert_uint_eq(l.phys, p->want_phys);
-	else      /* a file: the file system's block (st_blksize), or a page */
+	else /* a file: the file system's block (st_blksize), or a page */
 		ck_assert_uint_eq(l.phys, MAX(backstore_phys_block_size(b), p->block_size));
 	ck_assert_msg(l.lbpme == p->thin, "%s: LBPME %d", p->name, l.lbpme);
+	if (p->kind != BK_FILE) /* a file: as its file system can */
+		ck_assert_msg(!!l.max_atomic == p->want_atomic,
+			      "%s: MAXIMUM ATOMIC TRANSFER "
+			      "LENGTH %u",
+			      p->name, l.max_atomic);
 	w = lim_check(&l);
 	ck_assert_msg(w == NULL, "%s: %s", p->name, w ? w : "");
 }
@@ -415,31 +441,48 @@ END_TEST
 START_TEST(test_rules_catch)
 {
 	struct lim good = {
-		.lbs = 512, .phys = 4096, .b0_len = 0x3c, .caw = 255, .otlg = 8,
-		.max_xfer = 16384, .opt_xfer = 2048, .max_unmap_lba = 1u << 20,
-		.max_unmap_desc = 256, .oug = 8, .ugavalid = true, .max_ws = 65535,
-		.lbpme = true, .lbprz_rc = true, .lbpu = true, .lbpws = true, .lbpws10 = true,
-		.lbprz_vpd = 1, .prov_type = 2,
-		.max_atomic = 2048, .atomic_align = 8, .atomic_gran = 8,
+		.lbs = 512,
+		.phys = 4096,
+		.b0_len = 0x3c,
+		.caw = 255,
+		.otlg = 8,
+		.max_xfer = 16384,
+		.opt_xfer = 2048,
+		.max_unmap_lba = 1u << 20,
+		.max_unmap_desc = 256,
+		.oug = 8,
+		.ugavalid = true,
+		.max_ws = 65535,
+		.lbpme = true,
+		.lbprz_rc = true,
+		.lbpu = true,
+		.lbpws = true,
+		.lbpws10 = true,
+		.lbprz_vpd = 1,
+		.prov_type = 2,
+		.max_atomic = 2048,
+		.atomic_align = 8,
+		.atomic_gran = 8,
 	};
 	static const struct {
 		const char *name;
-		size_t off;               /* offsetof the uint32_t field in struct lim */
+		size_t off; /* offsetof the uint32_t field in struct lim */
 		uint32_t value;
 	} breaks[] = {
-		{ "one-block granularity on 512e (the Linux warning)", offsetof(struct lim, otlg), 1 },
-		{ "optimal not a multiple of granularity", offsetof(struct lim, opt_xfer), 2052 },
-		{ "optimal above the maximum", offsetof(struct lim, max_xfer), 1024 },
-		{ "optimal above 0xffff", offsetof(struct lim, opt_xfer), 0x10000 },
-		{ "unmap granularity below a physical block", offsetof(struct lim, oug), 1 },
-		{ "unmap alignment not below the granularity", offsetof(struct lim, uga), 8 },
-		{ "atomic maximum above the transfer maximum", offsetof(struct lim, max_atomic),
-		  32768 },
-		{ "atomic granularity of a logical block on 512e",
-		  offsetof(struct lim, atomic_gran), 1 },
-		{ "atomic alignment above the granularity", offsetof(struct lim, atomic_align), 16 },
-		{ "atomic maximum off the granularity", offsetof(struct lim, max_atomic), 2044 },
-		{ "atomic granularity not a power of two", offsetof(struct lim, atomic_gran), 24 },
+		{"one-block granularity on 512e (the Linux warning)", offsetof(struct lim, otlg),
+		 1},
+		{"optimal not a multiple of granularity", offsetof(struct lim, opt_xfer), 2052},
+		{"optimal above the maximum", offsetof(struct lim, max_xfer), 1024},
+		{"optimal above 0xffff", offsetof(struct lim, opt_xfer), 0x10000},
+		{"unmap granularity below a physical block", offsetof(struct lim, oug), 1},
+		{"unmap alignment not below the granularity", offsetof(struct lim, uga), 8},
+		{"atomic maximum above the transfer maximum", offsetof(struct lim, max_atomic),
+		 32768},
+		{"atomic granularity of a logical block on 512e", offsetof(struct lim, atomic_gran),
+		 1},
+		{"atomic alignment above the granularity", offsetof(struct lim, atomic_align), 16},
+		{"atomic maximum off the granularity", offsetof(struct lim, max_atomic), 2044},
+		{"atomic granularity not a power of two", offsetof(struct lim, atomic_gran), 24},
 	};
 
 	ck_assert_msg(lim_check(&good) == NULL, "%s", why);

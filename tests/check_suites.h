@@ -22,5 +22,6 @@ Suite *iscsi_reader_suite(void);
 Suite *iscsi_dataout_suite(void);
 Suite *iscsi_tmf_suite(void);
 Suite *limits_suite(void);
+Suite *atomic_suite(void);
 
 #endif
