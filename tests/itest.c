@@ -18,7 +18,7 @@
  *   itest [options] mark URL SEED                 write extents derived from SEED
  *   itest [options] check-mark URL SEED           verify them (e.g. after a restart)
  *   itest [options] write-zeros URL LBA NBLOCKS   write zeros there (WRITE(16))
- *   itest [options] durable-write PID STATE NBLOCKS URL[,wce-off]...
+ *   itest [options] durable-write PID STATE NBLOCKS URL[,wce-off|,atomic]...
  *                                                 writes in flight, kill -9 PID, keep what was acknowledged
  *   itest [options] durable-check STATE           after a restart: acknowledged blocks hold the new data
  *                                                 (tests/itest_durable.c)
@@ -287,6 +287,7 @@ void itest_geometry(struct itest_conn *c, struct itest_geom *g)
 	CHECK(g->bs == 512 || g->bs == 1024 || g->bs == 2048 || g->bs == 4096,
 	      "READ CAPACITY(16) block length %u is not 512..4096", g->bs);
 	g->max_xfer_blocks = 0;
+	g->atomic_gran = g->atomic_max = 0;
 	if (itest_vpd_supported(c, SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS)) {
 		struct scsi_inquiry_block_limits *bl;
 
@@ -295,6 +296,8 @@ void itest_geometry(struct itest_conn *c, struct itest_geom *g)
 		bl = scsi_datain_unmarshall(t);
 		CHECK(bl, "cannot decode VPD 0xB0");
 		g->max_xfer_blocks = bl->max_xfer_len;
+		g->atomic_gran = bl->atomic_gran;
+		g->atomic_max = bl->max_atomic_xfer_len;
 		scsi_free_scsi_task(t);
 	}
 }
@@ -1556,7 +1559,7 @@ static void itest_usage(FILE *f)
 		"  rw URL   chap-ok URL   chap-bad URL   acl-refused URL   tmf URL\n"
 		"  concurrency URL N   zeroed URL   mark URL SEED   check-mark URL SEED\n"
 		"  write-zeros URL LBA NBLOCKS\n"
-		"  durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]...   durable-check STATE\n"
+		"  durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off|,atomic]...   durable-check STATE\n"
 		"  prevent-2nexus URL\n",
 		ITEST_DEFAULT_INITIATOR);
 }

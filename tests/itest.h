@@ -59,6 +59,8 @@ struct itest_geom {
 	uint64_t nblocks;
 	uint32_t bs;
 	uint32_t max_xfer_blocks;   /* from VPD 0xB0; 0 = no limit reported */
+	uint32_t atomic_gran;       /* VPD 0xB0 ATOMIC TRANSFER LENGTH GRANULARITY */
+	uint32_t atomic_max;        /* VPD 0xB0 MAXIMUM ATOMIC TRANSFER LENGTH (0: none) */
 };
 void itest_geometry(struct itest_conn *c, struct itest_geom *g);
 

@@ -10,7 +10,12 @@
  *       in shuffled extents of 1..64 blocks, each block written once, 32
  *       commands in flight per LUN, WRITE(10) and WRITE(16) mixed. A plain
  *       URL gets FUA=1 writes; ",wce-off" first turns the Caching page's
- *       WCE off with MODE SELECT(10) and then writes with FUA=0. Once every
+ *       WCE off with MODE SELECT(10) and then writes with FUA=0; ",atomic"
+ *       sends WRITE ATOMIC(16) with FUA=1 instead, in extents the LUN's
+ *       atomic limits allow (multiples of ATOMIC TRANSFER LENGTH
+ *       GRANULARITY, aligned to it, of any length up to the largest
+ *       power of two within MAXIMUM ATOMIC TRANSFER LENGTH and 32
+ *       granules, none crossing a multiple of that size). Once every
  *       LUN has 64 writes acknowledged and commands in flight, DAEMON-PID
  *       is sent SIGKILL; responses still on their way are collected until
  *       the connections drop. STATE then lists, per LUN, the seeds and
@@ -21,6 +26,8 @@
  *       back. An acknowledged block must hold the new pattern, a block of
  *       an extent sent but not acknowledged the old or the new pattern
  *       (never anything else), a block never written the old pattern.
+ *       On an ",atomic" LUN an extent in flight at the kill must hold the
+ *       old or the new pattern as a whole: a mix is a torn atomic write.
  *
  * DESIGN: single-threaded; all LUNs' sessions are driven from one poll(2)
  * loop with libiscsi's asynchronous API, so "in flight at the kill" is
@@ -54,6 +61,7 @@ struct dur_lun {
 	struct itest_conn c;
 	char url[1024];
 	bool wce_off;
+	bool atomic;                  /* WRITE ATOMIC(16) */
 	struct itest_geom g;
 	uint64_t nblocks;             /* region: blocks 0..nblocks-1 */
 	uint64_t seed_old, seed_new;
@@ -171,22 +179,43 @@ static void dur_prepare(struct dur_lun *l)
 	scsi_free_scsi_task(t);
 }
 
-/* Extents of 1..64 blocks covering the region, in a shuffled order. */
+/* The unit of an atomic LUN's plan: a power of two number of blocks, at
+ * most MAXIMUM ATOMIC TRANSFER LENGTH and 32 granules; extents never cross
+ * a multiple of it. */
+static uint32_t dur_atomic_chunk(const struct dur_lun *l)
+{
+	uint32_t c = l->g.atomic_gran * 32;
+
+	while (c > l->g.atomic_max)
+		c >>= 1;
+	return c;
+}
+
+/* Extents covering the region, in a shuffled order: 1..64 blocks; on an
+ * atomic LUN multiples of the granularity within one chunk. */
 static void dur_plan(struct dur_lun *l)
 {
-	uint32_t maxe = DUR_MAX_EXTENT;
+	uint32_t maxe = DUR_MAX_EXTENT, gran = 1, chunk = 0;
 	size_t cap = (size_t)l->nblocks;
 
 	if (l->g.max_xfer_blocks && maxe > l->g.max_xfer_blocks)
 		maxe = l->g.max_xfer_blocks;
+	if (l->atomic) {
+		gran = l->g.atomic_gran;
+		chunk = dur_atomic_chunk(l);
+		maxe = chunk / gran;
+	}
 	l->ext = calloc(cap, sizeof(*l->ext));
 	CHECK(l->ext, "out of memory");
 	l->n_ext = 0;
 	for (uint64_t lba = 0; lba < l->nblocks;) {
-		uint32_t n = 1 + (uint32_t)(itest_rand() % maxe);
+		uint32_t n = (1 + (uint32_t)(itest_rand() % maxe)) * gran;
+		uint64_t end = chunk ? (lba / chunk + 1) * chunk : l->nblocks;
 
-		if (n > l->nblocks - lba)
-			n = (uint32_t)(l->nblocks - lba);
+		if (end > l->nblocks)
+			end = l->nblocks;
+		if (n > end - lba)
+			n = (uint32_t)(end - lba);
 		l->ext[l->n_ext++] = (struct dur_extent){ .lba = lba, .nblocks = n };
 		lba += n;
 	}
@@ -250,7 +279,11 @@ static void dur_issue(struct dur_lun *l)
 		tag->l = l;
 		tag->e = e;
 		e->state = DUR_SENT;
-		if (itest_rand() & 1)
+		if (l->atomic)
+			t = iscsi_writeatomic16_task(l->c.iscsi, l->c.lun, e->lba, p,
+						     e->nblocks * l->g.bs, l->g.bs, 0, 0, 1, 0,
+						     dur_write_cb, tag);
+		else if (itest_rand() & 1)
 			t = iscsi_write16_task(l->c.iscsi, l->c.lun, e->lba, p, e->nblocks * l->g.bs,
 					       l->g.bs, 0, 0, fua, 0, 0, dur_write_cb, tag);
 		else
@@ -278,8 +311,8 @@ static void dur_write_state(const char *path, struct dur_lun *ls, int n)
 	for (int i = 0; i < n; i++) {
 		struct dur_lun *l = &ls[i];
 
-		fprintf(f, "lun %s %u %" PRIu64 " 0x%" PRIx64 " 0x%" PRIx64 "\n", l->url, l->g.bs,
-			l->nblocks, l->seed_old, l->seed_new);
+		fprintf(f, "lun %s %u %" PRIu64 " 0x%" PRIx64 " 0x%" PRIx64 "%s\n", l->url, l->g.bs,
+			l->nblocks, l->seed_old, l->seed_new, l->atomic ? " atomic" : "");
 		for (size_t k = 0; k < l->n_ext; k++)
 			if (l->ext[k].state != DUR_UNSENT)
 				fprintf(f, "ext %" PRIu64 " %u %s\n", l->ext[k].lba, l->ext[k].nblocks,
@@ -313,14 +346,21 @@ int itest_durable_write(int argc, char **argv)
 		snprintf(l->url, sizeof(l->url), "%s", argv[3 + i]);
 		comma = strchr(l->url, ',');
 		if (comma) {
-			CHECK(strcmp(comma, ",wce-off") == 0, "unknown URL suffix %s", comma);
+			CHECK(strcmp(comma, ",wce-off") == 0 || strcmp(comma, ",atomic") == 0,
+			      "unknown URL suffix %s", comma);
+			l->wce_off = strcmp(comma, ",wce-off") == 0;
+			l->atomic = !l->wce_off;
 			*comma = '\0';
-			l->wce_off = true;
 		}
 		/* every other session sends its data by R2T only */
 		itest_open(&l->c, l->url, (i & 1) ? ITEST_R2T_ONLY : ITEST_R2T_DEFAULT);
 		itest_geometry(&l->c, &l->g);
 		l->nblocks = want < l->g.nblocks ? want : l->g.nblocks;
+		if (l->atomic) {
+			CHECK(l->g.atomic_max && l->g.atomic_gran, "%s: the LUN offers no atomic "
+			      "writes (MAXIMUM ATOMIC TRANSFER LENGTH 0)", l->url);
+			l->nblocks -= l->nblocks % dur_atomic_chunk(l);
+		}
 		l->seed_old = itest_rand();
 		l->seed_new = itest_rand();
 		if (l->wce_off)
@@ -328,7 +368,8 @@ int itest_durable_write(int argc, char **argv)
 		dur_prepare(l);
 		dur_plan(l);
 		itest_note("%s: %" PRIu64 " blocks of %u bytes, %zu extents, %s", l->url, l->nblocks,
-			   l->g.bs, l->n_ext, l->wce_off ? "WCE off, FUA=0" : "FUA=1");
+			   l->g.bs, l->n_ext, l->wce_off ? "WCE off, FUA=0" :
+			   l->atomic ? "WRITE ATOMIC(16), FUA=1" : "FUA=1");
 	}
 
 	t0 = itest_now();
@@ -401,6 +442,9 @@ struct dur_check {
 	uint32_t bs;
 	uint64_t nblocks, seed_old, seed_new;
 	uint8_t *state;               /* per block: enum dur_state */
+	bool atomic;                  /* extents written with WRITE ATOMIC */
+	struct dur_extent *sent;      /* atomic: the extents in flight at the kill */
+	size_t n_sent;
 };
 
 static int dur_read_state(const char *path, struct dur_check *cs)
@@ -418,17 +462,23 @@ static int dur_read_state(const char *path, struct dur_check *cs)
 
 		lineno++;
 		if (strncmp(line, "lun ", 4) == 0) {
+			char flag[16] = "";
+
 			CHECK(n < DUR_MAX_LUNS, "%s:%d: too many LUNs", path, lineno);
 			c = &cs[n++];
-			CHECK(sscanf(line, "lun %1023s %u %" SCNu64 " %" SCNx64 " %" SCNx64, c->url, &c->bs,
-				     &c->nblocks, &c->seed_old, &c->seed_new) == 5,
+			CHECK(sscanf(line, "lun %1023s %u %" SCNu64 " %" SCNx64 " %" SCNx64 " %15s", c->url,
+				     &c->bs, &c->nblocks, &c->seed_old, &c->seed_new, flag) >= 5,
 			      "%s:%d: bad line", path, lineno);
+			c->atomic = strcmp(flag, "atomic") == 0;
 			c->state = calloc((size_t)c->nblocks, 1);
-			CHECK(c->state, "out of memory");
+			c->sent = calloc((size_t)c->nblocks, sizeof(*c->sent));
+			CHECK(c->state && c->sent, "out of memory");
 		} else if (sscanf(line, "ext %" SCNu64 " %u %15s", &lba, &k, what) == 3) {
 			CHECK(c && lba + k <= c->nblocks, "%s:%d: bad extent", path, lineno);
 			for (uint32_t b = 0; b < k; b++)
 				c->state[lba + b] = strcmp(what, "acked") == 0 ? DUR_ACKED : DUR_SENT;
+			if (strcmp(what, "acked") != 0 && c->n_sent < c->nblocks)
+				c->sent[c->n_sent++] = (struct dur_extent){ .lba = lba, .nblocks = k };
 		} else {
 			itest_fail("%s:%d: cannot parse '%s'", path, lineno, line);
 		}
@@ -463,6 +513,8 @@ int itest_durable_check(int argc, char **argv)
 		uint32_t chunk;
 		unsigned char *old, *neu;
 		uint64_t cnt[3][2] = { { 0 } };   /* [state][holds new] */
+		uint8_t *is_new_at = calloc((size_t)d->nblocks, 1);
+		size_t whole_new = 0;
 
 		itest_open(&c, d->url, ITEST_R2T_DEFAULT);
 		itest_geometry(&c, &g);
@@ -471,7 +523,7 @@ int itest_durable_check(int argc, char **argv)
 		chunk = dur_chunk_blocks(&g);
 		old = malloc((size_t)chunk * g.bs);
 		neu = malloc((size_t)chunk * g.bs);
-		CHECK(old && neu, "out of memory");
+		CHECK(old && neu && is_new_at, "out of memory");
 		for (uint64_t lba = 0; lba < d->nblocks;) {
 			uint32_t k = d->nblocks - lba < chunk ? (uint32_t)(d->nblocks - lba) : chunk;
 			struct scsi_task *t = iscsi_read16_sync(c.iscsi, c.lun, lba, k * g.bs, g.bs,
@@ -503,6 +555,7 @@ int itest_durable_check(int argc, char **argv)
 						   "longer holds the old pattern: %s", d->url, lba + b,
 						   is_new ? "it holds the new one" : desc);
 				cnt[st][is_new]++;
+				is_new_at[lba + b] = is_new;
 			}
 			scsi_free_scsi_task(t);
 			lba += k;
@@ -510,6 +563,25 @@ int itest_durable_check(int argc, char **argv)
 		free(old);
 		free(neu);
 		itest_close(&c);
+		/* an atomic write in flight at the kill: all old or all new */
+		for (size_t e = 0; d->atomic && e < d->n_sent; e++) {
+			const struct dur_extent *x = &d->sent[e];
+			uint32_t nnew = 0;
+
+			for (uint32_t b = 0; b < x->nblocks; b++)
+				nnew += is_new_at[x->lba + b];
+			if (nnew && nnew != x->nblocks)
+				itest_fail("%s: the WRITE ATOMIC of %u blocks at LBA %" PRIu64 " in "
+					   "flight at the kill is torn: %u blocks new, %u old",
+					   d->url, x->nblocks, x->lba, nnew, x->nblocks - nnew);
+			whole_new += nnew == x->nblocks;
+		}
+		if (d->atomic)
+			itest_note("%s: %zu atomic writes in flight at the kill: %zu wholly new, "
+				   "%zu wholly old, none torn", d->url, d->n_sent, whole_new,
+				   d->n_sent - whole_new);
+		free(is_new_at);
+		free(d->sent);
 		itest_note("%s: %" PRIu64 " acknowledged blocks hold the new data; of %" PRIu64
 			   " blocks in flight at the kill %" PRIu64 " hold the new data and %" PRIu64
 			   " the old; %" PRIu64 " blocks never written hold the old data", d->url,
