@@ -14,6 +14,8 @@
 #   block      a block LUN on a loop device over a sparse file: SPC/SBC,
 #              VAAI, reservations (skipped, with the reason, where losetup
 #              cannot attach a loop device)
+#   atomic     a 512-byte memory LUN: WriteAtomic16 (no test skipped) and
+#              the READ/WRITE/VERIFY/COMPARE AND WRITE families beside it
 #
 # Verdicts are CUnit's own ("...passed" / "...FAILED" and the Run Summary,
 # cross-checked). A test that prints [SKIPPED] counts as skipped, never as
@@ -86,7 +88,9 @@ PR_FAMILIES="
 	ProutRegister ProutReserve ProutClear ProutPreempt Reserve6 MultipathIO
 "
 SCSI_FAMILIES="$SPC_SBC_FAMILIES $VAAI_FAMILIES $PR_FAMILIES"
-# Not run: WriteAtomic16 (the backstores do not offer atomic writes).
+# WriteAtomic16 runs on the atomic profile: a memory LUN, where any write is
+# atomic under the range lock (file LUNs offer it only where the file
+# system does: tests/durability_atomic.sh).
 
 # Families in which a skipped test is a failure.
 MUST_NOT_SKIP="
@@ -94,10 +98,10 @@ MUST_NOT_SKIP="
 	Read6 Read10 Read12 Read16 Write10 Write12 Write16
 	Verify10 Verify12 Verify16 WriteVerify10 WriteVerify12 WriteVerify16
 	OrWrite Prefetch10 Prefetch16 ReportSupportedOpcodes ModeSense6 Mandatory
-	ReadOnly
+	ReadOnly WriteAtomic16
 "
 
-ALL_PROFILES="file512 file4096 removable readonly sanitize block"
+ALL_PROFILES="file512 file4096 removable readonly sanitize block atomic"
 PROFILES=${CONFORMANCE_PROFILES:-$ALL_PROFILES}
 ONLY_FAMILIES=${CONFORMANCE_FAMILIES:-}
 FAMILY_TIMEOUT=${CONFORMANCE_TIMEOUT:-300}   # seconds for one family
@@ -480,9 +484,21 @@ profile_block() {
 	rm -f "$T/loop.img"
 }
 
+# atomic: WRITE ATOMIC(16) on a 512-byte memory LUN (4096-byte physical
+# blocks, so ATOMIC ALIGNMENT and GRANULARITY are 8 and the VPD test's
+# alignment and granularity checks run), and the readers that take the
+# range lock on such a LUN (READ, VERIFY, COMPARE AND WRITE alongside)
+profile_atomic() {
+	echo "=== profile atomic"
+	start_profile atomic "" \
+		"{ lun = 0; backstore = \"memory\"; size = \"64M\"; thin = true; }" || return
+	run_families atomic WriteAtomic16 Read10 Read16 Write16 Verify16 CompareAndWrite
+	stop_profile atomic
+}
+
 for prof in $PROFILES; do
 	case $prof in
-	file512 | file4096 | removable | readonly | sanitize | block) "profile_$prof" ;;
+	file512 | file4096 | removable | readonly | sanitize | block | atomic) "profile_$prof" ;;
 	*) td_log "ERROR: unknown profile $prof (known: $ALL_PROFILES)"; exit 99 ;;
 	esac
 done
