@@ -154,8 +154,20 @@ static void sbc_write_done(struct bs_io *io)
 	scsi_cmd_done(cmd, sbc_io_failed(io) ? scsi_bs_error(io->result, true) : SR_OK);
 }
 
+/* A READ of a LUN that offers atomic writes, its range locked shared. A
+ * zero-copy one keeps the lock (rl_keep) until the transport has sent the
+ * bytes and releases the command (scsi_cmd_release()). */
 static enum sense_reason sbc_read_locked(struct scsi_cmd *cmd)
 {
+	const uint8_t *zc;
+
+	if (cmd->zc_ok &&
+	    (zc = backstore_zc_ptr(cmd->lun->bs, cmd->lba << cmd->lun->block_shift, cmd->xfer_len))) {
+		cmd->data_ptr = zc;
+		cmd->data_len = cmd->xfer_len;
+		cmd->rl_keep = true;
+		return SR_OK;
+	}
 	sbc_submit(cmd, BS_OP_READ, cmd->lba, cmd->nblocks, cmd->buf, 0, sbc_read_done);
 	return SR_PENDING;
 }
@@ -168,8 +180,9 @@ static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 	if (!cmd->nblocks)
 		return SR_OK;
 	/* SBC-4 4.29.3: where atomic writes are offered, a read sees one whole
-	 * or not at all: it holds the range lock shared while it reads (the
-	 * atomic write holds it exclusive), and so never goes zero-copy */
+	 * or not at all: it holds the range lock shared while it reads, or
+	 * while the transport sends a zero-copy READ's bytes (the atomic write
+	 * holds it exclusive) */
 	if (scsi_lun_atomic(cmd->lun))
 		return scsi_rl_lock(cmd, cmd->lun, cmd->lba, cmd->nblocks, RL_SHARED,
 				    sbc_read_locked);

@@ -81,6 +81,9 @@ void scsi_cmd_reset(struct scsi_cmd *cmd)
 	uint8_t *buf = cmd->buf;
 	uint32_t cap = cmd->buf_cap;
 
+	if (cmd->rl.state == RL_HELD)    /* never a lock lost with the command */
+		rangelock_release(&cmd->rl);
+
 	memset(cmd, 0, sizeof(*cmd));
 	cmd->buf = buf;
 	cmd->buf_cap = cap;
@@ -114,13 +117,23 @@ static void scsi_cmd_end(struct scsi_cmd *cmd, enum sense_reason r)
 {
 	void (*on_end)(struct scsi_cmd *cmd) = cmd->on_end;
 
-	scsi_rl_unlock(cmd);
+	if (!cmd->rl_keep || r != SR_OK) {
+		cmd->rl_keep = false;
+		scsi_rl_unlock(cmd);
+	}
 	scsi_cmd_set_result(cmd, r);
 	cmd->on_end = NULL;
 	if (on_end)
 		on_end(cmd);
 	free(cmd->scratch);
 	cmd->scratch = NULL;
+}
+
+void scsi_cmd_release(struct scsi_cmd *cmd)
+{
+	cmd->rl_keep = false;
+	scsi_rl_unlock(cmd);
+	scsi_stats_release(cmd);
 }
 
 void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r)

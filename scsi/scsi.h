@@ -356,7 +356,11 @@ struct scsi_cmd {
 	 * touched by the command's thread only. */
 	struct bs_io io;                /* the request in flight (scsi_submit()) */
 	struct rangelock_req rl;        /* LBA range lock (scsi_rl_lock()):
-	                                 * released when the command ends */
+	                                 * released when the command ends, or,
+	                                 * with rl_keep, by scsi_cmd_release() */
+	bool rl_keep;                   /* a zero-copy READ: the transport sends
+	                                 * from the backstore's bytes after the
+	                                 * end, so the range stays locked */
 	enum sense_reason (*rl_cont)(struct scsi_cmd *cmd); /* run once rl is held */
 	void (*on_end)(struct scsi_cmd *cmd); /* handler's last word: runs once
 	                                 * when the command ends, result set */
@@ -428,6 +432,11 @@ void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r);
 void scsi_cmd_set_result(struct scsi_cmd *cmd, enum sense_reason r);
 /* Reset a command for reuse (keeps buf/buf_cap). */
 void scsi_cmd_reset(struct scsi_cmd *cmd);
+/* The transport is done with a parsed command (its data sent or dropped):
+ * releases what outlives the command's end, the LBA range lock of a
+ * zero-copy READ (rl_keep) and the statistics' hold on the LUN. Once per
+ * parsed command, before it is reset or freed; the LUN may go after it. */
+void scsi_cmd_release(struct scsi_cmd *cmd);
 static inline enum sense_reason scsi_invalid_cdb(struct scsi_cmd *cmd, uint16_t byte, int bit)
 {
 	cmd->field_valid = true;

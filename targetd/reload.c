@@ -27,7 +27,8 @@
  * only after (1) it is unpublished, (2) every network thread passed a
  * quiescent point (net_synchronize: nobody still holds a pointer loaded
  * before), and (3) no command holds it any more (scsi_stats_lun_busy: each
- * command holds its LUN from parse to task free). A LUN still busy after
+ * command holds its LUN from parse until its task is released, its last
+ * transmit slot sent). A LUN still busy after
  * RELOAD_DRAIN_MS is left allocated (logged) rather than freed under a
  * command. Old configurations are freed after net_synchronize too (ACL
  * strings point into them; logins read them under the ACL lock).

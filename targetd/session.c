@@ -244,6 +244,10 @@ static void task_release(struct iscsi_task *t)
 	struct iscsi_session *s = t->sess;
 	struct iscsi_conn *c = t->conn;
 
+	/* Only now, with no transmit slot left to send from a zero-copy
+	 * READ's bytes: its range lock goes, and the LUN may be freed by a
+	 * reload. */
+	scsi_cmd_release(&t->cmd);
 	iscsi_task_drop_buffer(t);
 #ifdef TARGETD_DEBUG
 	task_poison(t);
@@ -299,7 +303,6 @@ void iscsi_task_free(struct iscsi_task *t)
 		iscsi_task_bug(t, "freed twice", __func__);
 		return;
 	}
-	scsi_stats_release(&t->cmd);   /* the LUN may be freed by a reload now */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
 	iscsi_cmdsn_forget(t);

@@ -278,6 +278,56 @@ START_TEST(test_range_lock)
 }
 END_TEST
 
+static bool at_done;
+
+static void at_complete(struct scsi_cmd *cmd)
+{
+	(void)cmd;
+	at_done = true;
+}
+
+/* A zero-copy READ keeps its range locked until the transport releases
+ * it (its bytes sent): an atomic write over it waits until then. */
+START_TEST(test_zero_copy_read_holds)
+{
+	uint8_t rd[10] = { 0x28, 0, 0, 0, 0, 0, 0, 0, 16, 0 }, cdb[16];
+	struct sh_run r, a;
+
+	sh_zc_ok = sh_defer_release = true;
+	sh_run(&r, &nx, 0, rd, 10, NULL, 0);
+	sh_expect_good(&r.cmd);
+	ck_assert_ptr_nonnull(r.cmd.data_ptr);        /* sent from the LUN's memory */
+	ck_assert(rangelock_held(&r.cmd.rl));
+	sh_zc_ok = sh_defer_release = false;
+	wa16(cdb, 8, 8);
+	memset(dbuf, 0x55, 8 * 512);
+	memset(&a, 0, sizeof(a));
+	a.cmd.buf = sh_buf;
+	a.cmd.buf_cap = sh_buf_cap;
+	scsi_cmd_reset(&a.cmd);
+	a.cmd.nexus = &nx;
+	a.cmd.lun_id = 0;
+	memcpy(a.cmd.cdb, cdb, 16);
+	a.cmd.eng = sh_eng;
+	a.cmd.complete = at_complete;
+	at_done = false;
+	a.cmd.exp_xfer_len = 8 * 512;
+	a.cmd.exp_dir = SCSI_DIR_WRITE;
+	ck_assert_int_eq(scsi_cmd_parse(&a.cmd), SR_OK);
+	memcpy(a.cmd.buf, dbuf, 8 * 512);
+	a.cmd.buf_len = 8 * 512;
+	ck_assert(scsi_cmd_execute(&a.cmd));           /* PENDING: waits for the READ */
+	ck_assert(a.cmd.rl.state == RL_WAITING);
+	for (unsigned i = 0; i < 16 * 512; i++)       /* what the READ sends, unchanged */
+		ck_assert_uint_eq(r.cmd.data_ptr[i], 0);
+	scsi_cmd_release(&r.cmd);
+	while (!at_done)
+		io_engine_wait(sh_eng);
+	ck_assert_uint_eq(a.cmd.status, SAM_STAT_GOOD);
+	scsi_cmd_release(&a.cmd);
+}
+END_TEST
+
 /* --- tables: the window, the device limits --- */
 
 START_TEST(test_window_table)
@@ -350,6 +400,7 @@ Suite *atomic_suite(void)
 	tcase_add_test(tc, test_memory_round_trip);
 	tcase_add_test(tc, test_widened);
 	tcase_add_test(tc, test_range_lock);
+	tcase_add_test(tc, test_zero_copy_read_holds);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tables");
 	tcase_add_test(tc, test_window_table);

@@ -26,6 +26,7 @@ struct io_engine *sh_eng;
 uint8_t *sh_buf;
 uint32_t sh_buf_cap;
 int sh_completed;
+bool sh_zc_ok, sh_defer_release;
 static uint8_t *sh_buf_own;
 
 void sh_setup(uint32_t buf_cap)
@@ -38,6 +39,7 @@ void sh_setup(uint32_t buf_cap)
 	sh_buf = sh_buf_own;
 	sh_buf_cap = buf_cap;
 	sh_completed = 0;
+	sh_zc_ok = sh_defer_release = false;
 }
 
 void sh_teardown(void)
@@ -142,7 +144,8 @@ static void sh_finish(struct sh_run *r)
 	scsi_stats_cmd_done(c);
 	/* a command that found its LUN holds it until it is let go */
 	sh_assert(!c->lun || scsi_stats_lun_busy(c->lun));
-	scsi_stats_release(c);
+	if (!sh_defer_release)
+		scsi_cmd_release(c);
 }
 
 static void sh_complete(struct scsi_cmd *cmd)
@@ -170,6 +173,7 @@ void sh_run(struct sh_run *r, struct scsi_nexus *n, uint64_t lun, const void *cd
 		c->cdb_len = (uint8_t)cdb_len;
 	c->eng = sh_eng;
 	c->complete = sh_complete;
+	c->zc_ok = sh_zc_ok;
 	c->exp_xfer_len = out ? out_len : 0;
 	c->exp_dir = out ? SCSI_DIR_WRITE : SCSI_DIR_READ;
 	c->start_ns = scsi_stats_now_ns();

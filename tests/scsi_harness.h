@@ -38,6 +38,10 @@ extern uint8_t *sh_buf;
 extern uint32_t sh_buf_cap;
 /* Commands completed later (PENDING, then cmd->complete) since sh_setup(). */
 extern int sh_completed;
+/* The next sh_run()s offer zero-copy data-in (cmd.zc_ok), and leave the
+ * command unreleased at its end (the test calls scsi_cmd_release(), as the
+ * transport does once the data is sent). Both false after sh_setup(). */
+extern bool sh_zc_ok, sh_defer_release;
 
 void sh_setup(uint32_t buf_cap);
 void sh_teardown(void);
