@@ -11,10 +11,14 @@
  *              they may overlap one another (SAM-5 leaves the order of
  *              overlapping SIMPLE commands to the device server).
  *   RL_EXCL    COMPARE AND WRITE, ORWRITE, WRITE AND VERIFY (they read
- *              and then write or compare what they wrote) and SANITIZE
- *              (the whole LUN): alone on their range.
+ *              and then write or compare what they wrote), WRITE ATOMIC
+ *              (the blocks it writes as one) and SANITIZE (the whole
+ *              LUN): alone on their range.
  * So a COMPARE AND WRITE excludes every other writer of its LBAs, on any
  * session, connection or thread, for the whole read-compare-write.
+ * On a LUN that offers WRITE ATOMIC the readers of the medium take it too,
+ * RL_SHARED: READ (a zero-copy one until the transport has sent the bytes)
+ * and VERIFY, so that none sees half an atomic write (SBC-4 4.29.3).
  *
  * Data structure: one struct rangelock per LUN (never a global lock): a
  * mutex, the lists of granted shared and exclusive requests and one FIFO
