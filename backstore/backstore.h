@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 
 struct io_engine;
 struct backstore;
@@ -55,6 +56,9 @@ struct bs_io {
 	struct io_engine *eng;    /* engine the request was queued on */
 	void (*work)(struct bs_io *io); /* worker-pool function */
 	uint64_t xfer_done;       /* READ/WRITE bytes already transferred */
+	/* Backstore latency (CLOCK_MONOTONIC ns): set by backstore_submit()
+	 * and by the engine just before done() runs. */
+	uint64_t submit_ns, done_ns;
 };
 
 struct bs_params {
@@ -121,8 +125,18 @@ struct backstore {
 int backstore_open(struct backstore **out, const struct bs_params *p, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);
 
+static inline uint64_t backstore_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline void backstore_submit(struct io_engine *eng, struct bs_io *io)
 {
+	io->submit_ns = backstore_now_ns();
+	io->done_ns = 0;
 	io->bs->ops->submit(eng, io);
 }
 

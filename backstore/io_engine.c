@@ -507,6 +507,7 @@ static int engine_reap_ring(struct io_engine *eng)
 
 			if (engine_ring_result(eng, io, res[i])) {
 				eng->inflight--;
+				io->done_ns = backstore_now_ns();
 				io->done(io);
 				total++;
 			}
@@ -648,6 +649,7 @@ int io_engine_poll(struct io_engine *eng)
 			io = rev;
 			rev = io->next;
 			eng->inflight--;
+			io->done_ns = backstore_now_ns();
 			io->done(io);
 			n++;
 		}
@@ -660,6 +662,7 @@ int io_engine_poll(struct io_engine *eng)
 		io = list;
 		list = io->next;
 		eng->inflight--;
+		io->done_ns = backstore_now_ns();
 		io->done(io);
 		n++;
 	}

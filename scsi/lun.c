@@ -23,6 +23,7 @@
 #include "scsi/pr.h"
 #include "scsi/vaai.h"
 #include "scsi/stats.h"
+#include "scsi/histo.h"
 
 void scsi_mode_defaults(struct scsi_mode_state *m)
 {
@@ -156,6 +157,8 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	atomic_init(&lun->tpc, false);
 	if (scsi_stats_lun_init(lun))
 		log_warn("LUN %u: no memory for statistics", lun->id);
+	if (scsi_histo_lun_init(lun))
+		log_warn("LUN %u: no memory for workload histograms", lun->id);
 	if (pr_lun_init(lun)) {
 		scsi_lun_destroy(lun);
 		return -ENOMEM;
@@ -180,6 +183,7 @@ void scsi_lun_destroy(struct scsi_lun *lun)
 		return;
 	scsi_stats_lun_free(lun);
 	xcopy_lun_fini(lun);
+	scsi_histo_lun_free(lun);
 	pr_lun_free(lun);
 	rangelock_destroy(&lun->rangelock);
 	pthread_mutex_destroy(&lun->lock);

@@ -32,6 +32,7 @@
 #include "scsi/scsi_int.h"
 #include "scsi/pr.h"
 #include "scsi/stats.h"
+#include "scsi/histo.h"
 
 void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
 {
@@ -271,6 +272,7 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	if (r)
 		goto fail;
 	/* after parse: the command is valid and fully described */
+	scsi_histo_arrive(cmd);   /* workload histograms: the command as parsed */
 	return SR_OK;
 fail:
 	cmd->dir = SCSI_DIR_NONE;

@@ -155,6 +155,7 @@ struct pr_lun;                /* scsi/pr.c */
 struct xcopy_lun;             /* scsi/xcopy.c */
 struct xcopy_job;
 struct scsi_lun_stats;        /* scsi/stats.c */
+struct scsi_lun_histo;        /* scsi/histo.c */
 struct alua_target;           /* scsi/alua.c */
 
 /* One I_T nexus (an iSCSI session). Owned by the transport. */
@@ -250,6 +251,7 @@ struct scsi_lun {
 	struct xcopy_lun *priv_xcopy; /* EXTENDED COPY results (scsi/xcopy.c) */
 	struct pr_lun *priv_pr;       /* reservations (scsi/pr.c) */
 	struct scsi_lun_stats *priv_stats; /* statistics (scsi/stats.c) */
+	struct scsi_lun_histo *priv_histo; /* workload histograms (scsi/histo.c) */
 };
 
 /* A SCSI target device: its LUNs and its I_T nexuses. */
@@ -390,6 +392,7 @@ struct scsi_cmd {
 	                                 * xfer_len (set by parsing) */
 	uint64_t start_ns;              /* for latency statistics */
 	uint8_t stats_flags;            /* scsi/stats.h SCSI_STATS_* */
+	uint8_t histo_sets;             /* scsi/histo.h: the sets that counted it */
 	_Atomic bool aborted;           /* set by task management */
 };
 

@@ -22,6 +22,7 @@
 #include <systemd/sd-daemon.h>
 #include "backstore/io_engine.h"
 #include "conf/config.h"
+#include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/control.h"
 #include "common/crc32c.h"
@@ -223,6 +224,7 @@ int main(int argc, char **argv)
 
 	/* Statistics shards: one per network thread (before any LUN exists). */
 	scsi_stats_configure(conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+	scsi_histo_configure(conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 	target_runtime = &runtime;
 	if (target_runtime_build(target_runtime, &conf)) {
 		target_runtime_free(target_runtime);

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "backstore/io_engine.h"
+#include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/limits.h"
@@ -292,6 +293,7 @@ static void *net_thread_main(void *arg)
 
 	net_self = t;
 	scsi_stats_thread_init(t->idx);
+	scsi_histo_thread_init(t->idx);
 	t->now_ms = net_now_ms();
 	for (;;) {
 		int n, timeout;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/limits.h"
@@ -303,6 +304,7 @@ void iscsi_task_free(struct iscsi_task *t)
 		iscsi_task_bug(t, "freed twice", __func__);
 		return;
 	}
+	scsi_histo_end(&t->cmd);      /* workload histograms: it is no longer in flight */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
 	iscsi_cmdsn_forget(t);

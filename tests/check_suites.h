@@ -23,5 +23,6 @@ Suite *iscsi_dataout_suite(void);
 Suite *iscsi_tmf_suite(void);
 Suite *limits_suite(void);
 Suite *atomic_suite(void);
+Suite *histo_suite(void);
 
 #endif
