@@ -197,6 +197,7 @@ struct iscsi_session {
 	unsigned refs;                 /* connections + pending TMF */
 	/* Statistics (owning thread only; targetctl sessions reads them there). */
 	uint64_t stat_cmds, stat_not_good, stat_in_bytes, stat_out_bytes;
+	uint32_t trace_gen;            /* the trace that has its NEXUS record (trace.c) */
 };
 
 enum conn_state {

@@ -28,6 +28,7 @@
 #include "common/crc32c.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
+#include "targetd/trace.h"
 
 
 static void usage(FILE *f)
@@ -291,6 +292,11 @@ int main(int argc, char **argv)
 	log_info("shutting down");
 	control_stop();
 	metrics_stop();
+	if (atomic_load(&trace_running)) {
+		struct trace_status ts;
+
+		trace_stop(&ts);   /* the file ends with its END record */
+	}
 	net_stop();
 	target_runtime_flush(target_runtime);
 	target_runtime_free(target_runtime);

@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/histo_out.h"
 #include "targetd/control.h"
 #include "targetd/limits.h"
 #include "targetd/target.h"
@@ -108,6 +109,19 @@ static void render_hist(FILE *f, const struct lun_snap *s, unsigned n)
 				(unsigned long long)cum);
 		}
 	}
+}
+
+/* The workload histograms (targetd/histo_out.c). */
+static void render_workload(FILE *f, const struct lun_snap *s, unsigned n)
+{
+	struct histo_lun_ref *refs = calloc(n ? n : 1, sizeof(*refs));
+
+	if (!refs)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		refs[i] = (struct histo_lun_ref){ .iqn = s[i].iqn, .lun = s[i].lun };
+	histo_prometheus(f, refs, n);
+	free(refs);
 }
 
 static void render(FILE *f)
@@ -242,6 +256,7 @@ static void render(FILE *f)
 				sample(f, "targetd_lun_task_management_total", s[i].iqn, s[i].lun->id,
 				       "function", scsi_stats_tmf_name((uint8_t)k), s[i].c.tmf[k]);
 	render_hist(f, s, n);
+	render_workload(f, s, n);
 
 	scsi_stats_global_snapshot(&g);
 	family(f, "targetd_task_management_total", "counter",

@@ -19,6 +19,7 @@
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
+#include "targetd/trace.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head registry = LIST_HEAD_INIT(registry);
@@ -304,6 +305,7 @@ void iscsi_task_free(struct iscsi_task *t)
 		iscsi_task_bug(t, "freed twice", __func__);
 		return;
 	}
+	trace_task_end(t);             /* before the buffer goes */
 	scsi_histo_end(&t->cmd);      /* workload histograms: it is no longer in flight */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
