@@ -34,6 +34,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/control.h"
+#include "targetd/control_observe.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -635,6 +636,25 @@ static struct json_object *cmd_reload(void)
 	return reply_ok(r);
 }
 
+/* The observation methods (targetd/control_observe.h). */
+static observe_fn observe_method(const char *cmd)
+{
+	static const struct {
+		const char *name;
+		observe_fn fn;
+	} m[] = {
+		{ "histo", observe_histo }, { "histo.on", observe_histo_on },
+		{ "histo.off", observe_histo_off }, { "histo.reset", observe_histo_reset },
+		{ "trace.start", observe_trace_start }, { "trace.stop", observe_trace_stop },
+		{ "trace.status", observe_trace_status },
+	};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (!strcmp(cmd, m[i].name))
+			return m[i].fn;
+	return NULL;
+}
+
 struct json_object *control_handle_line(const char *line)
 {
 	struct json_object *req = json_tokener_parse(line), *v = NULL, *res;
@@ -668,6 +688,11 @@ struct json_object *control_handle_line(const char *line)
 		res = r ? reply_ok(r) : reply_err("no such target or LUN", NULL);
 	} else if (!strcmp(cmd, "reload")) {
 		res = cmd_reload();
+	} else if (observe_method(cmd)) {
+		struct observe_err e = { 0 };
+		struct json_object *r = observe_method(cmd)(req, &e);
+
+		res = r ? reply_ok(r) : reply_err(e.msg, NULL);
 	} else {
 		res = reply_err("unknown command (status, targets, luns, sessions, stats, reset, reload)",
 				NULL);

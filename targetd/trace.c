@@ -48,7 +48,11 @@ struct trace_state {
 	/* the writer's (read by trace_get_status: atomics) */
 	uint64_t bytes, commands, dropped_seen, dropped_full;
 	bool full;
+	uint8_t *wbuf;                   /* records on their way to the file */
+	size_t wlen;
 };
+
+#define TRACE_WBUF (256u << 10)
 
 _Atomic bool trace_running;
 static struct trace_state *_Atomic trace_cur;
@@ -144,10 +148,23 @@ static uint32_t data_crc(const struct iscsi_task *t, uint32_t *len)
 	return crc32c(p, *len);
 }
 
+/* SPC-4 4.2.5.1: the CDB's length from its group code (the iSCSI PDU
+ * always carries 16 bytes). */
+static uint8_t trace_cdb_len(const struct scsi_cmd *cmd)
+{
+	switch (cmd->cdb[0] >> 5) {
+	case 0: return 6;
+	case 1: case 2: return 10;
+	case 4: return 16;
+	case 5: return 12;
+	default: return cmd->cdb_len >= 6 && cmd->cdb_len <= 32 ? cmd->cdb_len : 16;
+	}
+}
+
 static size_t command_record(uint8_t *p, const struct trace_state *ts, const struct iscsi_task *t)
 {
 	const struct scsi_cmd *cmd = &t->cmd;
-	uint8_t cdb_len = cmd->cdb_len >= 6 && cmd->cdb_len <= 32 ? cmd->cdb_len : 16;
+	uint8_t cdb_len = trace_cdb_len(cmd);
 	uint8_t sense_len = MIN(cmd->sense_len, 96);
 	size_t len = TRACE_ALIGN(sizeof(struct trace_rec_command) + cdb_len + sense_len);
 	struct trace_rec_command c = { 0 };
@@ -262,6 +279,18 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* Write out what wbuf holds. */
+static void writer_flush(struct trace_state *ts)
+{
+	if (!ts->wlen)
+		return;
+	if (write_all(ts->fd, ts->wbuf, ts->wlen)) {
+		log_err("trace %s: write: %m; the trace stops recording", ts->path);
+		ts->full = true;
+	}
+	ts->wlen = 0;
+}
+
 static void writer_put(struct trace_state *ts, const uint8_t *rec, size_t len)
 {
 	struct trace_rec_hdr h;
@@ -278,11 +307,10 @@ static void writer_put(struct trace_state *ts, const uint8_t *rec, size_t len)
 			__atomic_add_fetch(&ts->dropped_full, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (write_all(ts->fd, rec, len)) {
-		log_err("trace %s: write: %m; the trace stops recording", ts->path);
-		ts->full = true;
-		return;
-	}
+	if (ts->wlen + len > TRACE_WBUF)
+		writer_flush(ts);
+	memcpy(ts->wbuf + ts->wlen, rec, len);
+	ts->wlen += len;
 	__atomic_add_fetch(&ts->bytes, len, __ATOMIC_RELAXED);
 	if (le16toh(h.type) == TRACE_REC_COMMAND)
 		__atomic_add_fetch(&ts->commands, 1, __ATOMIC_RELAXED);
@@ -303,6 +331,7 @@ static void writer_dropped(struct trace_state *ts, bool force_room)
 	d.at_ns = htole64(clock_ns(CLOCK_MONOTONIC) - ts->start_mono);
 	if (ts->full && !force_room)
 		return;   /* counted in the END record */
+	writer_flush(ts);
 	if (!write_all(ts->fd, (const uint8_t *)&d, sizeof(d))) {
 		__atomic_add_fetch(&ts->bytes, sizeof(d), __ATOMIC_RELAXED);
 		ts->dropped_seen = sum;
@@ -334,6 +363,7 @@ static size_t writer_drain(struct trace_state *ts)
 			tail += len;
 			moved += len;
 		}
+		writer_flush(ts);   /* the ring's space goes back only once written */
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
 	writer_dropped(ts, false);
@@ -359,6 +389,7 @@ static void state_free(struct trace_state *ts)
 		for (unsigned i = 0; i < ts->n_rings; i++)
 			free(ts->rings[i].buf);
 	free(ts->rings);
+	free(ts->wbuf);
 	if (ts->fd >= 0)
 		close(ts->fd);
 	pthread_mutex_destroy(&ts->shared_lock);
@@ -401,7 +432,8 @@ static struct trace_state *state_new(const struct trace_params *p, char *err, si
 	ts->max_bytes = p->max_bytes ? p->max_bytes : TRACE_DEFAULT_MAX;
 	ts->n_rings = (p->n_threads ? p->n_threads : 1) + 1;
 	ts->rings = calloc(ts->n_rings, sizeof(*ts->rings));
-	if (!ts->rings)
+	ts->wbuf = malloc(TRACE_WBUF);
+	if (!ts->rings || !ts->wbuf)
 		goto nomem;
 	for (unsigned i = 0; i < ts->n_rings; i++) {
 		ts->rings[i].buf = aligned_alloc(64, TRACE_RING_BYTES);

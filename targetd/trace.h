@@ -39,7 +39,7 @@ struct trace_params {
 };
 
 #define TRACE_DEFAULT_MAX (64ull << 20)
-#define TRACE_RING_BYTES (1u << 20)
+#define TRACE_RING_BYTES (4u << 20)
 
 struct trace_status {
 	bool active;

@@ -30,6 +30,7 @@
 #include <json-c/json.h>
 #include "conf/config.h"
 #include "scsi/stats.h"
+#include "tools/targetctl_observe.h"
 
 static const char *sock_path = CONF_DEFAULT_CONTROL_SOCKET;
 static int ctl_fd = -1;
@@ -510,6 +511,20 @@ static int cmd_top(double interval, long count)
 	return 0;
 }
 
+/* A method of targetctl_observe.c: its result (a reference), or exit. */
+static struct json_object *observe_call(const char *method, struct json_object *params)
+{
+	struct json_object *req = params ? params : json_object_new_object(), *rep, *res;
+
+	json_object_object_add(req, "version", json_object_new_int(1));
+	json_object_object_add(req, "command", json_object_new_string(method));
+	rep = ctl_call(req);
+	json_object_put(req);
+	res = json_object_get(result_or_die(rep));
+	json_object_put(rep);
+	return res;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -559,6 +574,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[optind++];
+	if (!strcmp(cmd, "histo") || !strcmp(cmd, "trace")) {
+		struct tc_observe io = { .call = observe_call, .json = json };
+
+		return (!strcmp(cmd, "histo") ? tc_observe_histo : tc_observe_trace)(
+			argc - optind + 1, argv + optind - 1, &io);
+	}
 	/* options after the command */
 	{
 		char *rest[16];
