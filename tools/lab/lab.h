@@ -13,6 +13,7 @@
  *   locking.c    ATS against SCSI reservations (hosts, VM, phases)
  *   provision.c  clone, zero, reclaim
  *   bench.c      the load generator
+ *   replay.c     a targetd command trace replayed, differences reported
  *
  * DESIGN (threads, queues): one thread. Every session's socket is polled
  * by one loop (lab_run_until) that also fires timers (retry back-off,
@@ -39,7 +40,7 @@ struct json_object;
 
 /* ---- options (main.c) -------------------------------------------------- */
 
-enum lab_cmd { LAB_LOCKING, LAB_CLONE, LAB_ZERO, LAB_RECLAIM, LAB_BENCH, LAB__NCMD };
+enum lab_cmd { LAB_LOCKING, LAB_CLONE, LAB_ZERO, LAB_RECLAIM, LAB_BENCH, LAB_REPLAY, LAB__NCMD };
 
 enum lock_mode { LOCK_NONE, LOCK_RESERVE, LOCK_ATS, LOCK_PR, LOCK__NMODE };
 
@@ -77,6 +78,10 @@ struct lab_opts {
 	double warmup;
 	uint64_t ios;                   /* instead of seconds */
 	bool verify;
+	/* replay */
+	const char *trace;              /* the trace file */
+	bool fast;                      /* as fast as the queue depths allow */
+	double speed;                   /* original timing divided by this (1) */
 };
 
 extern const char *lab_cmd_names[LAB__NCMD];
@@ -87,6 +92,7 @@ int lab_clone(const struct lab_opts *o);
 int lab_zero(const struct lab_opts *o);
 int lab_reclaim(const struct lab_opts *o);
 int lab_bench(const struct lab_opts *o);
+int lab_replay(const struct lab_opts *o);
 
 /* ---- messages (util.c) -------------------------------------------------- */
 
@@ -149,6 +155,9 @@ struct lab_timer {
 int lab_parse_url(const char *url, struct lab_url *u);
 /* Log in (blocking), clear unit attentions, read capacity and limits. */
 struct lab_sess *lab_sess_open(const struct lab_opts *o, const char *name);
+/* The same; without setup only the login (no command sent: a unit
+ * attention is still pending, bs and nblocks unknown). */
+struct lab_sess *lab_sess_login(const struct lab_opts *o, const char *name, bool setup);
 void lab_sess_close(struct lab_sess *s);
 /* TCP payload bytes sent (acknowledged) and received on the session's
  * socket (Linux TCP_INFO); false when the kernel does not say. */
@@ -174,6 +183,9 @@ void lab_xcopy(struct lab_io *io, void *list, size_t len);
 void lab_reserve6(struct lab_io *io);
 void lab_release6(struct lab_io *io);
 void lab_pr_out(struct lab_io *io, int sa, int type, uint64_t key, uint64_t sa_key);
+/* Any CDB: dir SCSI_XFER_NONE/READ/WRITE, xfer bytes in or out of buf. */
+void lab_raw(struct lab_io *io, const uint8_t *cdb, unsigned cdb_len, int dir, uint32_t xfer,
+	     void *buf);
 
 /* Blocking helpers for set-up and checks (the session must be idle). */
 void lab_sync_write(struct lab_sess *s, uint64_t lba, uint32_t nblocks, const void *buf);

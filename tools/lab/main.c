@@ -17,7 +17,8 @@
 #include <string.h>
 #include "tools/lab/lab.h"
 
-const char *lab_cmd_names[LAB__NCMD] = { "locking", "clone", "zero", "reclaim", "bench" };
+const char *lab_cmd_names[LAB__NCMD] = { "locking", "clone", "zero", "reclaim", "bench",
+						 "replay" };
 const char *lab_mode_names[LOCK__NMODE] = { "none", "reserve", "ats", "pr" };
 
 static const char *const cmd_help[LAB__NCMD] = {
@@ -26,6 +27,7 @@ static const char *const cmd_help[LAB__NCMD] = {
 	"eager-zero a region by zero buffers and by WRITE SAME; time, network, space",
 	"fill a thin region, delete it, UNMAP it; the space held at each step",
 	"load generator: read / write / mixed, random / sequential, latency percentiles",
+	"(replay FILE URL) send a targetd trace again; latencies, every status that differs",
 };
 
 #define C(x) (1u << (x))
@@ -36,7 +38,7 @@ enum opt_id {
 	O_CONTROL = 256, O_JSON, O_PLOT, O_INITIATOR, O_FORCE, O_REGION, O_BACKING, O_HOSTS, O_MODES,
 	O_SECONDS, O_UPDATES, O_ROUNDS, O_SCENARIO, O_BURST, O_PAUSE, O_THINK, O_FILES, O_VM_RW, O_VM_BS,
 	O_VM_QD, O_VM_SIZE, O_BACKOFF, O_SIZE, O_SEGMENT, O_QD, O_RW, O_READ_PCT, O_PATTERN, O_BS,
-	O_SESSIONS, O_WARMUP, O_IOS, O_VERIFY, O_VERSION,
+	O_SESSIONS, O_WARMUP, O_IOS, O_VERIFY, O_FAST, O_SPEED, O_VERSION,
 };
 
 static const struct optdef {
@@ -79,12 +81,15 @@ static const struct optdef {
 	{ "warmup", O_WARMUP, C(LAB_BENCH), "S", "seconds run before measuring (1; 0 with --ios)" },
 	{ "ios", O_IOS, C(LAB_BENCH), "N", "measure N I/Os instead of --seconds" },
 	{ "verify", O_VERIFY, C(LAB_BENCH), NULL, "check every read against the last write, read all back" },
+	{ "fast", O_FAST, C(LAB_REPLAY), NULL, "as fast as the recorded queue depths allow" },
+	{ "speed", O_SPEED, C(LAB_REPLAY), "X", "the recorded timing, X times faster (1)" },
 };
 #define N_OPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
 static void usage(FILE *f, int cmd)
 {
 	fprintf(f, "Usage: vaai-lab COMMAND URL [OPTIONS]\n"
+		   "       vaai-lab replay TRACE-FILE URL [OPTIONS]\n"
 		   "VAAI demonstrations and load against an iSCSI target; URL is\n"
 		   "iscsi://HOST[:PORT]/TARGET-IQN/LUN.\n\n");
 	for (int c = 0; c < LAB__NCMD; c++)
@@ -264,6 +269,8 @@ static void set_opt(struct lab_opts *o, int id, const char *v, int *rw)
 	case O_WARMUP: o->warmup = real("warmup", v, 0, 3600); break;
 	case O_IOS: o->ios = num("ios", v, 1, UINT64_MAX / 2); break;
 	case O_VERIFY: o->verify = true; break;
+	case O_FAST: o->fast = true; break;
+	case O_SPEED: o->speed = real("speed", v, 0.001, 1000000); break;
 	default: break;
 	}
 }
@@ -291,6 +298,7 @@ static void defaults(struct lab_opts *o)
 	o->bs = 4096;
 	o->sessions = 1;
 	o->warmup = -1;                 /* not given */
+	o->speed = 1;
 }
 
 static int find_cmd(const char *s)
@@ -306,7 +314,7 @@ static void parse(int argc, char **argv, struct lab_opts *o)
 {
 	struct option lo[N_OPTDEFS + 4];
 	int seen[O_VERSION - O_CONTROL] = { 0 }, rw = -2, opt, cmd = -1, help = 0;
-	const char *pos[2] = { NULL, NULL };
+	const char *pos[3] = { NULL, NULL, NULL };
 	unsigned npos = 0;
 
 	for (size_t i = 0; i < N_OPTDEFS; i++)
@@ -319,7 +327,7 @@ static void parse(int argc, char **argv, struct lab_opts *o)
 	defaults(o);
 	while ((opt = getopt_long(argc, argv, "-vh", lo, NULL)) != -1) {
 		if (opt == 1) {
-			if (npos == 2) {
+			if (npos == 3 || (npos == 2 && strcmp(pos[0], "replay"))) {
 				fprintf(stderr, "vaai-lab: unexpected argument '%s'\n", optarg);
 				exit(2);
 			}
@@ -345,14 +353,15 @@ static void parse(int argc, char **argv, struct lab_opts *o)
 		usage(stdout, cmd);
 		exit(0);
 	}
-	if (npos < 2 || cmd < 0) {
+	if (npos < 2 || cmd < 0 || (cmd == LAB_REPLAY && npos < 3)) {
 		if (npos > 0 && cmd < 0)
 			fprintf(stderr, "vaai-lab: unknown command '%s'\n", pos[0]);
 		usage(stderr, -1);
 		exit(2);
 	}
 	o->cmd = (enum lab_cmd)cmd;
-	o->url = pos[1];
+	o->url = pos[npos - 1];
+	o->trace = cmd == LAB_REPLAY ? pos[1] : NULL;
 	for (size_t i = 0; i < N_OPTDEFS; i++)
 		if (seen[optdefs[i].id - O_CONTROL] && !(optdefs[i].cmds & C(cmd))) {
 			fprintf(stderr, "vaai-lab: --%s does not apply to %s (see vaai-lab %s --help)\n",
@@ -388,6 +397,7 @@ int main(int argc, char **argv)
 	case LAB_ZERO: return lab_zero(&o);
 	case LAB_RECLAIM: return lab_reclaim(&o);
 	case LAB_BENCH: return lab_bench(&o);
+	case LAB_REPLAY: return lab_replay(&o);
 	case LAB__NCMD: break;
 	}
 	return 2;

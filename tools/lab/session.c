@@ -93,6 +93,11 @@ static void sess_capacity(struct lab_sess *s, const char *url)
 
 struct lab_sess *lab_sess_open(const struct lab_opts *o, const char *name)
 {
+	return lab_sess_login(o, name, true);
+}
+
+struct lab_sess *lab_sess_login(const struct lab_opts *o, const char *name, bool setup)
+{
 	struct lab_sess *s;
 	struct lab_url u;
 
@@ -112,10 +117,19 @@ struct lab_sess *lab_sess_open(const struct lab_opts *o, const char *name)
 	/* A lost connection ends the run with a message; a silent reconnect
 	 * would hide it and lose the I_T nexus a reservation belongs to. */
 	iscsi_set_noautoreconnect(s->ctx, 1);
-	if (iscsi_full_connect_sync(s->ctx, u.portal, u.lun) != 0)
+	/* without setup no command at all: libiscsi's full connect would
+	 * send TEST UNIT READY and take a pending unit attention */
+	if (!setup && (iscsi_connect_sync(s->ctx, u.portal) || iscsi_login_sync(s->ctx)))
+		lab_die("%s: cannot log in to %s at %s as %s: %s", name, u.target, u.portal,
+			s->initiator, iscsi_get_error(s->ctx));
+	if (setup && iscsi_full_connect_sync(s->ctx, u.portal, u.lun) != 0)
 		lab_die("%s: cannot log in to %s LUN %d at %s as %s: %s", name, u.target, u.lun,
 			u.portal, s->initiator, iscsi_get_error(s->ctx));
 	s->lun = u.lun;
+	if (!setup) {
+		sessions[n_sessions++] = s;
+		return s;
+	}
 	/* The first commands of a new nexus may report POWER ON and the like. */
 	for (int i = 0; i < 8; i++) {
 		struct scsi_task *t = iscsi_testunitready_sync(s->ctx, s->lun);
@@ -323,6 +337,29 @@ static void io_queued(struct lab_io *io, struct scsi_task *t)
 	if (!t)
 		lab_die("%s: cannot queue %s: %s", io->s->name, io->what, iscsi_get_error(io->s->ctx));
 	io->s->inflight++;
+}
+
+void lab_raw(struct lab_io *io, const uint8_t *cdb, unsigned cdb_len, int dir, uint32_t xfer,
+	     void *buf)
+{
+	struct lab_sess *s = io->s;
+	struct scsi_task *t = scsi_create_task((int)cdb_len, (unsigned char *)cdb,
+					       xfer ? dir : SCSI_XFER_NONE, (int)xfer);
+
+	if (!t)
+		lab_die("%s: out of memory for a command", s->name);
+	io_start(io, "command", 0);
+	io->iov.iov_base = buf;
+	io->iov.iov_len = xfer;
+	if (xfer && dir == SCSI_XFER_WRITE)
+		scsi_task_set_iov_out(t, &io->iov, 1);
+	else if (xfer && dir == SCSI_XFER_READ)
+		scsi_task_set_iov_in(t, &io->iov, 1);
+	if (iscsi_scsi_command_async(s->ctx, s->lun, t, io_cb, NULL, io)) {
+		scsi_free_scsi_task(t);
+		t = NULL;
+	}
+	io_queued(io, t);
 }
 
 void lab_read16(struct lab_io *io, uint64_t lba, uint32_t nblocks, void *buf)
