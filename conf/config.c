@@ -1046,6 +1046,36 @@ static void conf_root_metrics(struct conf_ctx *x, const config_setting_t *s, con
 	c->metrics_listen = conf_xstrdup(v);
 }
 
+/* http_listen = "127.0.0.1:8080" or "8080" (the loopback address) */
+static void conf_root_http(struct conf_ctx *x, const config_setting_t *s, const char *key, void *obj)
+{
+	struct conf *c = obj;
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+	bool has_port;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	if (v[0] && strspn(v, "0123456789") == strlen(v)) {
+		port = (unsigned)strtoul(v, NULL, 10);
+		if (port == 0 || port > 65535 || strlen(v) > 5) {
+			conf_err(x, s, key, "port %s is not 1..65535", v);
+			return;
+		}
+		free(c->http_listen);
+		c->http_listen = conf_xasprintf("127.0.0.1:%u", port);
+		return;
+	}
+	if (conf_split_listen(v, host, sizeof(host), &port, &has_port, NULL) < 0 || !has_port) {
+		conf_err(x, s, key, "\"%s\" is not a port (8080: on 127.0.0.1) or a numeric address "
+			 "and port (127.0.0.1:8080, [::1]:8080)", v);
+		return;
+	}
+	free(c->http_listen);
+	c->http_listen = conf_xstrdup(v);
+}
+
 /* portal_groups = ( { tpgt = 1; state = "active/optimized"; preferred = true; }, ... ) */
 static void conf_root_portal_groups(struct conf_ctx *x, const config_setting_t *s,
 				    const char *key, void *obj)
@@ -1154,6 +1184,7 @@ static const struct conf_field conf_root_fields[] = {
 	{ "max_outstanding_r2t", CONF_K_UINT, offsetof(struct conf, max_outstanding_r2t), 1, 65535, NULL },
 	{ "io_uring", CONF_K_BOOL, offsetof(struct conf, use_io_uring), 0, 0, NULL },
 	{ "metrics_listen", CONF_K_FUNC, 0, 0, 0, conf_root_metrics },
+	{ "http_listen", CONF_K_FUNC, 0, 0, 0, conf_root_http },
 	{ "portal_groups", CONF_K_FUNC, 0, 0, 0, conf_root_portal_groups },
 	{ "targets", CONF_K_FUNC, 0, 0, 0, conf_root_targets },
 #define LIM(f) offsetof(struct conf, limits.f)
@@ -1457,6 +1488,7 @@ void conf_free(struct conf *c)
 	free(c->state_dir);
 	free(c->control_socket);
 	free(c->metrics_listen);
+	free(c->http_listen);
 	free(c->portal_groups);
 	memset(c, 0, sizeof(*c));
 }

@@ -103,6 +103,7 @@ struct conf {
 	struct conf_target *targets;
 	unsigned n_targets;
 	char *metrics_listen;   /* "address:port" of the metrics endpoint; NULL = off */
+	char *http_listen;      /* "address:port" of the dashboard; NULL = off */
 	struct conf_portal_group *portal_groups; /* ALUA states per tpgt; groups not
 	                                          * listed are active/optimized */
 	unsigned n_portal_groups;

@@ -29,6 +29,7 @@
 #include "targetd/net.h"
 #include "targetd/target.h"
 #include "targetd/trace.h"
+#include "targetd/dashboard.h"
 
 
 static void usage(FILE *f)
@@ -265,6 +266,13 @@ int main(int argc, char **argv)
 		conf_free(&conf);
 		return 1;
 	}
+	if (dashboard_start(conf.http_listen)) {
+		metrics_stop();
+		net_stop();
+		target_runtime_free(target_runtime);
+		conf_free(&conf);
+		return 1;
+	}
 	if (control_start(conf.control_socket))
 		log_warn("no control socket: targetctl cannot reach this daemon");
 	if (foreground)
@@ -291,6 +299,7 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 	log_info("shutting down");
 	control_stop();
+	dashboard_stop();
 	metrics_stop();
 	if (atomic_load(&trace_running)) {
 		struct trace_status ts;

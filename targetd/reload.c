@@ -452,6 +452,7 @@ static void note_global_changes(const struct conf *o, const struct conf *n, stru
 	GLOBAL(!str_eq(o->state_dir, n->state_dir), "state_dir");
 	GLOBAL(!str_eq(o->control_socket, n->control_socket), "control_socket");
 	GLOBAL(!str_eq(o->metrics_listen, n->metrics_listen), "metrics_listen");
+	GLOBAL(!str_eq(o->http_listen, n->http_listen), "http_listen");
 	GLOBAL(o->queue_depth != n->queue_depth, "queue_depth");
 	GLOBAL(o->max_recv_data_segment_length != n->max_recv_data_segment_length,
 	       "max_recv_data_segment_length");

@@ -19,6 +19,7 @@ done
 
 PORT=$(free_port)
 MPORT=$(free_port)
+HPORT=$(free_port)
 SOCK=$TD_TMP/run/ctl.sock
 IQN=iqn.2026-11.org.targetd:observe
 MIXER=iqn.2026-11.org.targetd.test:histomix
@@ -31,6 +32,7 @@ threads = 2;
 state_dir = "$TD_TMP";
 control_socket = "$SOCK";
 metrics_listen = "127.0.0.1:$MPORT";
+http_listen = "$HPORT";
 nop_interval = 0;
 targets = (
   { iqn = "$IQN";
@@ -289,5 +291,91 @@ else
 	skip_test "trace and replay" "vaai-lab not built (libiscsi missing)"
 fi
 run_test "trace: the writer under 4 KiB QD32 load loses nothing uncounted" case_trace_load
+
+# --- the dashboard --------------------------------------------------------------
+# Headless Chromium driven over the DevTools protocol (tests/cdp.py): the
+# page runs for real seconds under load, then its DOM is read back; every
+# console error and uncaught exception is reported.
+case_dashboard() {
+	local load
+	curl -sf "http://127.0.0.1:$HPORT/metrics" | grep -q '^targetd_workload_io_length_bytes_bucket' ||
+		{ echo "no /metrics on http_listen"; return 1; }
+	curl -sf "http://127.0.0.1:$HPORT/api/luns" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert len(d["luns"]) == 2 and "histograms" in d["luns"][0], d' || return 1
+	# load on LUN 0 while the page polls
+	"$VAAI_LAB" bench "$URL0" --rw read --qd 8 --seconds 30 --json >/dev/null 2>&1 &
+	load=$!
+	python3 "$SRCDIR/tests/cdp.py" --url "http://127.0.0.1:$HPORT/" --wait 6 \
+		--profile "$(mktemp -d "$TD_TMP/chromium.XXXXXX")" --screenshot "$TD_TMP/dashboard.png" \
+		--eval 'JSON.stringify([...document.querySelectorAll(".lun")].map(c => [c.dataset.target,
+			c.dataset.lun, +c.querySelector(".iops").dataset.iops]))' \
+		--eval 'document.getElementById("status").dataset.polls' \
+		--eval 'document.getElementById("errors").textContent' >"$TD_TMP/cdp.json"
+	local rc=$?
+	kill "$load" 2>/dev/null
+	wait "$load" 2>/dev/null
+	cat "$TD_TMP/cdp.json"
+	[ "$rc" = 2 ] && { echo "could not drive Chromium"; return 1; }
+	python3 - "$TD_TMP/cdp.json" "$IQN" "$TD_TMP/dashboard.png" <<'EOF2'
+import json, sys
+r = json.load(open(sys.argv[1]))
+iqn, png = sys.argv[2], sys.argv[3]
+cards = {(t, l): n for t, l, n in json.loads(r["eval"][0])}
+polls, page_errors = int(r["eval"][1] or 0), r["eval"][2]
+print("polls:", polls, "IOPS per LUN:", cards)
+assert not r["errors"], "console errors: %s" % r["errors"]
+assert not page_errors.strip(), "errors on the page: " + page_errors
+assert polls >= 3, "the page polled %d times" % polls
+assert cards.get((iqn, "0"), 0) > 0, "LUN 0 under load shows no IOPS"
+assert (iqn, "1") in cards, "LUN 1 has no chart"
+data = open(png, "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000, "no screenshot"
+print("screenshot: %d bytes" % len(data))
+EOF2
+}
+if command -v chromium >/dev/null && [ -x "$VAAI_LAB" ] && command -v curl >/dev/null; then
+	run_test "dashboard: headless Chromium shows LUN 0's IOPS under load, no console error" case_dashboard
+else
+	skip_test "dashboard" "chromium, curl or vaai-lab missing (Debian: chromium curl libiscsi-dev)"
+fi
+
+# Every series the Grafana dashboard names is one targetd exports.
+case_grafana() {
+	curl -sf "http://127.0.0.1:$HPORT/metrics" >"$TD_TMP/metrics-all.txt" || return 1
+	python3 - "$SRCDIR/contrib/grafana-targetd.json" "$TD_TMP/metrics-all.txt" <<'EOF2'
+import json, re, sys
+dash = json.load(open(sys.argv[1]))
+prom = open(sys.argv[2]).read()
+types = dict(re.findall(r'^# TYPE (\S+) (\S+)$', prom, re.M))
+def exprs(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k in ("expr", "query") and isinstance(v, str):
+                yield v
+            else:
+                yield from exprs(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from exprs(v)
+names = set()
+for e in exprs(dash):
+    names.update(re.findall(r'\btargetd_[a-z0-9_]+', e))
+def exported(n):
+    if n in types:
+        return True
+    base = re.sub(r'_(bucket|sum|count)$', '', n)
+    return types.get(base) == "histogram"
+missing = sorted(n for n in names if not exported(n))
+print("%d series named, %d missing: %s" % (len(names), len(missing), missing))
+assert names and not missing
+EOF2
+}
+if command -v curl >/dev/null; then
+	run_test "grafana: every series contrib/grafana-targetd.json names exists in /metrics" case_grafana
+else
+	skip_test "grafana" "curl missing"
+fi
 
 td_summary
