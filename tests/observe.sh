@@ -292,6 +292,42 @@ else
 fi
 run_test "trace: the writer under 4 KiB QD32 load loses nothing uncounted" case_trace_load
 
+# --max-mb bounds the file (what does not fit is counted), an existing file
+# is never overwritten, and a file cut short still reads up to the cut.
+case_trace_bounds() {
+	echo keep >"$TD_TMP/exists.tdt"
+	if CTL trace start 0 --file "$TD_TMP/exists.tdt" 2>"$TD_TMP/err.txt"; then
+		echo "a trace started over an existing file"; return 1
+	fi
+	grep -q "never overwrites" "$TD_TMP/err.txt" && [ "$(cat "$TD_TMP/exists.tdt")" = keep ] || return 1
+	CTL trace start 0 --file "$TD_TMP/small.tdt" --max-mb 1 >/dev/null || return 1
+	if CTL trace start 0 --file "$TD_TMP/second.tdt" 2>/dev/null; then
+		echo "two traces at once"; return 1
+	fi
+	CTL stats --reset >/dev/null || return 1
+	iscsi-perf -r -m 32 -t 2 "$URL0" >/dev/null 2>&1
+	CTL trace stop --json >"$TD_TMP/small.json" || return 1
+	CTL stats "$IQN" 0 --json >"$TD_TMP/small-stats.json" || return 1
+	head -c 100000 "$TD_TMP/small.tdt" >"$TD_TMP/cut.tdt"
+	CTL trace dump "$TD_TMP/cut.tdt" >"$TD_TMP/cut.txt" || return 1
+	head -2 "$TD_TMP/cut.txt"
+	python3 - "$TD_TMP/small.json" "$TD_TMP/small-stats.json" "$TD_TMP/small.tdt" "$TD_TMP/cut.txt" <<'EOF2'
+import json, os, sys
+st = json.load(open(sys.argv[1]))
+lun = json.load(open(sys.argv[2]))["luns"][0]
+total = sum(o["count"] for o in lun["commands"]["by_opcode"])
+size = os.path.getsize(sys.argv[3])
+print("file %d bytes; %d commands written, %d dropped (file full), %d total" %
+      (size, st["commands"], st["dropped_file_full"], total))
+assert size <= 1 << 20 and st["bytes"] == size, "the file outgrew --max-mb 1"
+assert st["dropped_file_full"] > 0, "nothing dropped at the bound: the test proves nothing"
+assert st["commands"] + st["dropped"] + st["dropped_file_full"] == total
+cut = open(sys.argv[4]).read()
+assert "not stopped cleanly" in cut, "a cut file is not said to be cut"
+EOF2
+}
+run_test "trace: --max-mb bounds the file, no overwrite, one at a time, a cut file reads" case_trace_bounds
+
 # --- the dashboard --------------------------------------------------------------
 # Headless Chromium driven over the DevTools protocol (tests/cdp.py): the
 # page runs for real seconds under load, then its DOM is read back; every
