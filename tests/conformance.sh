@@ -117,22 +117,6 @@ PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
 P=127.0.0.1:$PORT
 IQN=iqn.2026-11.org.targetd.test:conformance
 CONF=$T/targetd.conf
-mkdir -p "$T/state"
-
-LOOPDEV=
-conformance_cleanup() {
-	if daemon_alive; then
-		kill -KILL "$TD_DAEMON_PID" 2>/dev/null
-		wait "$TD_DAEMON_PID" 2>/dev/null
-		TD_DAEMON_PID=
-	fi
-	if [ -n "$LOOPDEV" ]; then
-		losetup -d "$LOOPDEV" || td_log "WARNING: could not detach $LOOPDEV"
-		LOOPDEV=
-	fi
-	td_cleanup
-}
-trap conformance_cleanup EXIT
 
 AVAILABLE=$(iscsi-test-cu -l 2>/dev/null | sed -n 's/^ALL\.\([^.]*\)$/\1/p' | sort -u)
 [ -n "$AVAILABLE" ] || { td_log "ERROR: iscsi-test-cu -l lists no test families"; exit 99; }
@@ -206,6 +190,11 @@ wanted() {
 	[ -z "$ONLY_FAMILIES" ] || grep -qw -- "$1" <<<"$ONLY_FAMILIES"
 }
 
+# unit_over PID: the iscsi-test-cu run PID has ended, or the daemon died.
+unit_over() {
+	td_gone "$1" || ! daemon_alive
+}
+
 # run_unit PROFILE LABEL SPEC LUN [iscsi-test-cu options]: one iscsi-test-cu
 # run of SPEC (ALL.Family, or a comma list of ALL.Family.Test) on LUN.
 run_unit() {
@@ -245,14 +234,9 @@ run_unit() {
 	timeout -k 10 "$FAMILY_TIMEOUT" iscsi-test-cu -d -v "$@" --test "$spec" \
 		"$(url "$lun")" "$(url "$lun")" >"$out" 2>&1 &
 	tpid=$!
-	while kill -0 "$tpid" 2>/dev/null; do
-		if ! daemon_alive; then
-			sleep 3
-			kill -TERM "$tpid" 2>/dev/null
-			break
-		fi
-		sleep 0.2
-	done
+	if td_poll "$FAMILY_TIMEOUT" unit_over "$tpid" && ! td_gone "$tpid"; then
+		td_poll 3 td_gone "$tpid" || kill -TERM "$tpid" 2>/dev/null
+	fi
 	wait "$tpid"
 	rc=$?
 	read -r p f s cf summary < <(parse_cunit "$out" 2>"$detail")
@@ -336,12 +320,9 @@ run_families() {
 # start_profile PROFILE GLOBAL-SETTINGS LUNS: write the configuration and
 # start the daemon; fails (counted) if it does not start.
 start_profile() {
-	write_conf "$CONF" <<EOF
-# written by tests/conformance.sh, profile $1
-listen = [ "$P" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
+	rm -rf "$T/state"
+	td_write_conf "$CONF" -p "$PORT" <<EOF
+# profile $1
 $2
 targets = (
   {
@@ -350,7 +331,6 @@ targets = (
   }
 );
 EOF
-	rm -rf "$T/state" && mkdir -p "$T/state"
 	if ! start_daemon "$PORT" -c "$CONF"; then
 		echo "FAIL: $1: the daemon did not start"
 		count "$1" 0 1 0
@@ -454,33 +434,26 @@ profile_sanitize() {
 }
 
 profile_block() {
-	local err
 	echo "=== profile block"
 	if [ "$(id -u)" != 0 ]; then
 		echo "SKIP: block: losetup needs root"
 		count block 0 0 1
 		return
 	fi
-	if ! command -v losetup >/dev/null 2>&1; then
-		echo "SKIP: block: no losetup on this machine"
-		count block 0 0 1
-		return
-	fi
 	truncate -s 1G "$T/loop.img"
-	if ! err=$(losetup -f --show "$T/loop.img" 2>&1) || [ ! -b "$err" ]; then
-		echo "SKIP: block: cannot attach a loop device: $err"
+	if ! td_loop_attach "$T/loop.img"; then
+		echo "SKIP: block: $TD_WHY"
 		count block 0 0 1
+		rm -f "$T/loop.img"
 		return
 	fi
-	LOOPDEV=$err
-	echo "    $LOOPDEV on a sparse 1 GiB file"
-	if start_profile block "" "{ lun = 0; backstore = \"block\"; path = \"$LOOPDEV\"; }"; then
+	echo "    $TD_LOOPDEV on a sparse 1 GiB file"
+	if start_profile block "" "{ lun = 0; backstore = \"block\"; path = \"$TD_LOOPDEV\"; }"; then
 		# shellcheck disable=SC2086
 		run_families block $SCSI_FAMILIES
 		stop_profile block
 	fi
-	losetup -d "$LOOPDEV" || { echo "FAIL: block: could not detach $LOOPDEV"; count block 0 1 0; }
-	LOOPDEV=
+	td_loop_detach "$TD_LOOPDEV" || { echo "FAIL: block: could not detach $TD_LOOPDEV"; count block 0 1 0; }
 	rm -f "$T/loop.img"
 }
 
