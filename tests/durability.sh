@@ -4,12 +4,16 @@
 # Two file LUNs: LUN 0 (512-byte blocks) gets WRITE(10)/WRITE(16) with
 # FUA=1; LUN 1 (4096-byte blocks) first has its write cache turned off
 # (MODE SELECT, Caching page, WCE=0) and then gets plain writes. `itest
-# durable-write` keeps 32 writes in flight on each LUN and sends SIGKILL
-# to the daemon itself while writes are outstanding, recording which
-# extents were acknowledged GOOD and which were still in flight. The daemon
-# is restarted on the same files and `itest durable-check` reads every
-# block back: acknowledged blocks must hold the new data, blocks in flight
-# the old or the new data (never anything else), untouched blocks the old.
+# durable-write` keeps 32 writes in flight on each LUN, pass after pass
+# over the region, and sends SIGKILL to the daemon itself once every LUN
+# has 64 writes acknowledged (one at least in its current pass) and more
+# in flight: the kill is set by progress, never by time, so the machine's
+# speed and load do not matter. It records which extents were acknowledged GOOD and which
+# were still in flight. The daemon is restarted on the same files and
+# `itest durable-check` reads every block back: acknowledged blocks must
+# hold the new data, blocks in flight the data before or the new data
+# (never anything else), blocks not yet written in that pass the data
+# before it (which the previous pass wrote and had acknowledged).
 #
 # What this proves and what it cannot: kill -9 loses everything the daemon
 # held in its own memory, so an acknowledgement given before the data
@@ -20,7 +24,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=${DURABILITY_ROUNDS:-3}
-NBLOCKS=${DURABILITY_BLOCKS:-32768}   # per LUN: 16 MiB of 512-byte, 128 MiB of 4096-byte blocks
+NBLOCKS=${DURABILITY_BLOCKS:-32768}   # per LUN: 16 MiB of 512-byte, 128 MiB of 4096-byte blocks (at least 8192)
 
 td_init durability
 td_need_cmd timeout
@@ -31,13 +35,7 @@ PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
 P=127.0.0.1:$PORT
 IQN=iqn.2026-11.org.targetd.test:durability
 CONF=$T/targetd.conf
-mkdir -p "$T/state"
-write_conf "$CONF" <<EOF
-# written by tests/durability.sh
-listen = [ "$P" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
+td_write_conf "$CONF" -p "$PORT" <<EOF
 targets = (
   {
     iqn = "$IQN";
@@ -55,7 +53,11 @@ URL1=iscsi://$P/$IQN/1
 # client; then the daemon must really be gone (status 137 = SIGKILL).
 kill_round() {
 	local rc
-	timeout -k 10 300 "$ITEST" -s "$((0x5eed0000 + $1))" durable-write "$TD_DAEMON_PID" "$T/state.$1" "$NBLOCKS" \
+	# the last round kills in the second pass over the region, so that
+	# data written and acknowledged by a whole pass is checked as well
+	local passes=1
+	[ "$1" = "$ROUNDS" ] && passes=2
+	ITEST_DURABLE_PASSES=$passes timeout -k 10 $((300 * TD_TIME_SCALE)) "$ITEST" -s "$((0x5eed0000 + $1))" durable-write "$TD_DAEMON_PID" "$T/state.$1" "$NBLOCKS" \
 		"$URL0" "$URL1,wce-off" || return 1
 	wait "$TD_DAEMON_PID"
 	rc=$?

@@ -6,28 +6,41 @@
  *
  *   durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]...
  *       on each LUN: fill blocks 0..NBLOCKS-1 with an "old" pattern and
- *       SYNCHRONIZE CACHE; then write a "new" pattern over the same blocks
- *       in shuffled extents of 1..64 blocks, each block written once, 32
- *       commands in flight per LUN, WRITE(10) and WRITE(16) mixed. A plain
- *       URL gets FUA=1 writes; ",wce-off" first turns the Caching page's
- *       WCE off with MODE SELECT(10) and then writes with FUA=0; ",atomic"
- *       sends WRITE ATOMIC(16) with FUA=1 instead, in extents the LUN's
- *       atomic limits allow (multiples of ATOMIC TRANSFER LENGTH
- *       GRANULARITY, aligned to it, of any length up to the largest
- *       power of two within MAXIMUM ATOMIC TRANSFER LENGTH and 32
- *       granules, none crossing a multiple of that size). Once every
- *       LUN has 64 writes acknowledged and commands in flight, DAEMON-PID
- *       is sent SIGKILL; responses still on their way are collected until
- *       the connections drop. STATE then lists, per LUN, the seeds and
- *       every extent that was sent, acknowledged (GOOD) or not.
+ *       SYNCHRONIZE CACHE; then write over the same blocks, pass after
+ *       pass, until the kill: each pass writes a pattern of its own (its
+ *       seed) in shuffled extents of 1..64 blocks, each block once, 32
+ *       commands in flight per LUN, WRITE(10) and WRITE(16) mixed; the
+ *       next pass starts when every write of the last one is acknowledged,
+ *       so a block never has two writes in flight. A plain URL gets FUA=1
+ *       writes; ",wce-off" first turns the Caching page's WCE off with
+ *       MODE SELECT(10) and then writes with FUA=0; ",atomic" sends WRITE
+ *       ATOMIC(16) with FUA=1 instead, in extents the LUN's atomic limits
+ *       allow (multiples of ATOMIC TRANSFER LENGTH GRANULARITY, aligned to
+ *       it, of any length up to the largest power of two within MAXIMUM
+ *       ATOMIC TRANSFER LENGTH and 32 granules, none crossing a multiple
+ *       of that size). Once every LUN has 64 writes acknowledged, one of
+ *       them in its current pass, and commands in flight, DAEMON-PID is
+ *       sent SIGKILL; responses still on their way are collected until the
+ *       connections drop. The kill is set by progress (acknowledgements),
+ *       never by time: however fast or slow each LUN is, the writes go on
+ *       until the condition holds. With ITEST_DURABLE_PASSES=N in the
+ *       environment the kill also waits until every LUN is in its Nth pass
+ *       (default 1), so that the data of a whole earlier pass is checked
+ *       too. STATE then lists, per LUN, the seed of the pattern before the
+ *       current pass (the old pattern, or the last pass's, every write of
+ *       which was acknowledged), the current pass's seed, and every extent
+ *       of the current pass that was sent, acknowledged (GOOD) or not.
  *
  *   durable-check STATE
  *       after the daemon was restarted on the same files: read every block
- *       back. An acknowledged block must hold the new pattern, a block of
- *       an extent sent but not acknowledged the old or the new pattern
- *       (never anything else), a block never written the old pattern.
- *       On an ",atomic" LUN an extent in flight at the kill must hold the
- *       old or the new pattern as a whole: a mix is a torn atomic write.
+ *       back. A block acknowledged in the current pass must hold its
+ *       pattern, a block of an extent sent but not acknowledged the
+ *       pattern before or the current one (never anything else), a block
+ *       not yet written in the current pass the pattern before it (the
+ *       old one, or the one the last pass wrote and had acknowledged). On
+ *       an ",atomic" LUN an extent in flight at the kill must hold the
+ *       pattern before or the new one as a whole: a mix is a torn atomic
+ *       write.
  *
  * DESIGN: single-threaded; all LUNs' sessions are driven from one poll(2)
  * loop with libiscsi's asynchronous API, so "in flight at the kill" is
@@ -64,16 +77,19 @@ struct dur_lun {
 	bool atomic;                  /* WRITE ATOMIC(16) */
 	struct itest_geom g;
 	uint64_t nblocks;             /* region: blocks 0..nblocks-1 */
-	uint64_t seed_old, seed_new;
-	unsigned char *data;          /* the region's new pattern */
+	uint64_t seed_old, seed_new;  /* the pattern before this pass, this pass's */
+	unsigned pass;                /* passes over the region begun, from 1 */
+	unsigned char *data;          /* the region's pattern of this pass */
 	struct dur_extent *ext;
 	size_t next, next_max, n_ext;  /* next extent to send; how many extents */
 	int inflight, inflight_at_kill;
-	uint64_t acked, acked_blocks, acked_after_kill;
+	uint64_t acked, acked_blocks, acked_after_kill;  /* over all passes */
+	uint64_t pass_acked;          /* writes acknowledged in this pass */
 	bool dead;                    /* the connection is gone */
 };
 
 static bool dur_killed;
+static unsigned dur_min_pass = 1;   /* ITEST_DURABLE_PASSES */
 
 /* ------------------------------------------------------------ write-zeros */
 
@@ -191,8 +207,10 @@ static uint32_t dur_atomic_chunk(const struct dur_lun *l)
 	return c;
 }
 
-/* Extents covering the region, in a shuffled order: 1..64 blocks; on an
- * atomic LUN multiples of the granularity within one chunk. */
+/* A new pass: extents covering the region, in a shuffled order (1..64
+ * blocks; on an atomic LUN multiples of the granularity within one
+ * chunk), and the pass's pattern. Called when nothing is in flight: the
+ * pattern buffer is free to be rewritten. */
 static void dur_plan(struct dur_lun *l)
 {
 	uint32_t maxe = DUR_MAX_EXTENT, gran = 1, chunk = 0;
@@ -205,8 +223,21 @@ static void dur_plan(struct dur_lun *l)
 		chunk = dur_atomic_chunk(l);
 		maxe = chunk / gran;
 	}
-	l->ext = calloc(cap, sizeof(*l->ext));
-	CHECK(l->ext, "out of memory");
+	if (!l->ext) {
+		l->ext = calloc(cap, sizeof(*l->ext));
+		l->data = malloc((size_t)l->nblocks * l->g.bs);
+		CHECK(l->ext && l->data, "out of memory");
+	}
+	if (l->pass > 0) {
+		/* every write of the last pass was acknowledged: its
+		 * pattern is now the one the region holds */
+		l->seed_old = l->seed_new;
+		do
+			l->seed_new = itest_rand();
+		while (l->seed_new == l->seed_old);
+	}
+	l->pass++;
+	l->pass_acked = 0;
 	l->n_ext = 0;
 	for (uint64_t lba = 0; lba < l->nblocks;) {
 		uint32_t n = (1 + (uint32_t)(itest_rand() % maxe)) * gran;
@@ -228,8 +259,6 @@ static void dur_plan(struct dur_lun *l)
 	}
 	l->next = 0;
 	l->next_max = l->n_ext;
-	l->data = malloc((size_t)l->nblocks * l->g.bs);
-	CHECK(l->data, "out of memory");
 	itest_fill(l->data, 0, (uint32_t)l->nblocks, l->g.bs, l->seed_new);
 }
 
@@ -252,6 +281,7 @@ static void dur_write_cb(struct iscsi_context *iscsi, int status, void *data, vo
 	if (status == SCSI_STATUS_GOOD) {
 		tag->e->state = DUR_ACKED;
 		l->acked++;
+		l->pass_acked++;
 		l->acked_blocks += tag->e->nblocks;
 		if (dur_killed)
 			l->acked_after_kill++;
@@ -262,8 +292,12 @@ static void dur_write_cb(struct iscsi_context *iscsi, int status, void *data, vo
 	if (t)
 		scsi_free_scsi_task(t);
 	free(tag);
-	if (!dur_killed)
-		dur_issue(l);
+	if (dur_killed)
+		return;
+	/* the pass is over (every write acknowledged): begin the next one */
+	if (l->next == l->next_max && l->inflight == 0)
+		dur_plan(l);
+	dur_issue(l);
 }
 
 static void dur_issue(struct dur_lun *l)
@@ -298,7 +332,8 @@ static void dur_issue(struct dur_lun *l)
 static bool dur_ready_to_kill(struct dur_lun *ls, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (ls[i].acked < DUR_KILL_AFTER || ls[i].inflight == 0)
+		if (ls[i].acked < DUR_KILL_AFTER || ls[i].pass < dur_min_pass ||
+		    ls[i].pass_acked == 0 || ls[i].inflight == 0)
 			return false;
 	return true;
 }
@@ -311,8 +346,8 @@ static void dur_write_state(const char *path, struct dur_lun *ls, int n)
 	for (int i = 0; i < n; i++) {
 		struct dur_lun *l = &ls[i];
 
-		fprintf(f, "lun %s %u %" PRIu64 " 0x%" PRIx64 " 0x%" PRIx64 "%s\n", l->url, l->g.bs,
-			l->nblocks, l->seed_old, l->seed_new, l->atomic ? " atomic" : "");
+		fprintf(f, "lun %s %u %" PRIu64 " 0x%" PRIx64 " 0x%" PRIx64 " pass=%u%s\n", l->url,
+			l->g.bs, l->nblocks, l->seed_old, l->seed_new, l->pass, l->atomic ? " atomic" : "");
 		for (size_t k = 0; k < l->n_ext; k++)
 			if (l->ext[k].state != DUR_UNSENT)
 				fprintf(f, "ext %" PRIu64 " %u %s\n", l->ext[k].lba, l->ext[k].nblocks,
@@ -338,6 +373,13 @@ int itest_durable_write(int argc, char **argv)
 	want = strtoull(argv[2], NULL, 0);
 	CHECK(want >= 16 * DUR_MAX_EXTENT, "NBLOCKS must be at least %d", 16 * DUR_MAX_EXTENT);
 	n = argc - 3;
+	if (getenv("ITEST_DURABLE_PASSES")) {
+		char *end;
+		unsigned long v = strtoul(getenv("ITEST_DURABLE_PASSES"), &end, 10);
+
+		CHECK(*end == '\0' && v >= 1 && v <= 1000, "ITEST_DURABLE_PASSES must be 1..1000");
+		dur_min_pass = (unsigned)v;
+	}
 	memset(ls, 0, sizeof(ls));
 	for (int i = 0; i < n; i++) {
 		struct dur_lun *l = &ls[i];
@@ -406,10 +448,9 @@ int itest_durable_write(int argc, char **argv)
 			} else if (dur_killed && (pfd[i].revents & (POLLHUP | POLLERR))) {
 				ls[i].dead = true;
 			}
-			if (!dur_killed && ls[i].next == ls[i].next_max && ls[i].inflight == 0)
-				itest_fail("%s: all %zu extents were written before the kill condition "
-					   "(%d acknowledged writes on every LUN with writes in flight); "
-					   "give a larger NBLOCKS", ls[i].url, ls[i].n_ext, DUR_KILL_AFTER);
+			if (!dur_killed && ls[i].inflight == 0)
+				itest_fail("%s: no write in flight before the kill (pass %u, %zu of %zu "
+					   "extents sent)", ls[i].url, ls[i].pass, ls[i].next, ls[i].n_ext);
 		}
 		if (!dur_killed && itest_now() - t0 > ITEST_TIMEOUT_S)
 			itest_fail("timed out after %d s before the kill condition", ITEST_TIMEOUT_S);
@@ -424,9 +465,11 @@ int itest_durable_write(int argc, char **argv)
 		/* the connection is gone: only the context is left to free */
 		iscsi_destroy_url(l->c.url);
 		iscsi_destroy_context(l->c.iscsi);
-		itest_note("%s: %" PRIu64 " writes (%" PRIu64 " blocks) acknowledged, %d in flight at "
-			   "the kill, %" PRIu64 " of them acknowledged after it", l->url, l->acked,
-			   l->acked_blocks, l->inflight_at_kill, l->acked_after_kill);
+		itest_note("%s: %" PRIu64 " writes (%" PRIu64 " blocks) acknowledged in %u pass%s, "
+			   "%" PRIu64 " in the last; %d in flight at the kill, %" PRIu64 " of them "
+			   "acknowledged after it", l->url, l->acked, l->acked_blocks, l->pass,
+			   l->pass == 1 ? "" : "es", l->pass_acked, l->inflight_at_kill,
+			   l->acked_after_kill);
 		CHECK(l->inflight_at_kill > 0, "%s: no write was in flight at the kill", l->url);
 		free(l->ext);
 		free(l->data);
@@ -441,6 +484,7 @@ struct dur_check {
 	char url[1024];
 	uint32_t bs;
 	uint64_t nblocks, seed_old, seed_new;
+	unsigned pass;
 	uint8_t *state;               /* per block: enum dur_state */
 	bool atomic;                  /* extents written with WRITE ATOMIC */
 	struct dur_extent *sent;      /* atomic: the extents in flight at the kill */
@@ -462,14 +506,22 @@ static int dur_read_state(const char *path, struct dur_check *cs)
 
 		lineno++;
 		if (strncmp(line, "lun ", 4) == 0) {
-			char flag[16] = "";
+			char flag[2][16] = { "", "" };
 
 			CHECK(n < DUR_MAX_LUNS, "%s:%d: too many LUNs", path, lineno);
 			c = &cs[n++];
-			CHECK(sscanf(line, "lun %1023s %u %" SCNu64 " %" SCNx64 " %" SCNx64 " %15s", c->url,
-				     &c->bs, &c->nblocks, &c->seed_old, &c->seed_new, flag) >= 5,
-			      "%s:%d: bad line", path, lineno);
-			c->atomic = strcmp(flag, "atomic") == 0;
+			CHECK(sscanf(line, "lun %1023s %u %" SCNu64 " %" SCNx64 " %" SCNx64 " %15s %15s",
+				     c->url, &c->bs, &c->nblocks, &c->seed_old, &c->seed_new, flag[0],
+				     flag[1]) >= 5, "%s:%d: bad line", path, lineno);
+			c->pass = 1;
+			for (int fi = 0; fi < 2; fi++) {
+				if (strcmp(flag[fi], "atomic") == 0)
+					c->atomic = true;
+				else if (strncmp(flag[fi], "pass=", 5) == 0)
+					c->pass = (unsigned)strtoul(flag[fi] + 5, NULL, 10);
+				else
+					CHECK(!flag[fi][0], "%s:%d: unknown flag %s", path, lineno, flag[fi]);
+			}
 			c->state = calloc((size_t)c->nblocks, 1);
 			c->sent = calloc((size_t)c->nblocks, sizeof(*c->sent));
 			CHECK(c->state && c->sent, "out of memory");
@@ -543,16 +595,19 @@ int itest_durable_check(int argc, char **argv)
 
 				dur_describe(got, desc, sizeof(desc));
 				if (st == DUR_ACKED && !is_new)
-					itest_fail("%s: LBA %" PRIu64 " was acknowledged GOOD but lost its "
-						   "data: it holds %s%s", d->url, lba + b,
-						   is_old ? "the old pattern" : "neither pattern, ", is_old ? "" : desc);
+					itest_fail("%s: LBA %" PRIu64 " was acknowledged GOOD (pass %u) but "
+						   "lost its data: it holds %s%s", d->url, lba + b, d->pass,
+						   is_old ? "the pattern before" : "neither pattern, ",
+						   is_old ? "" : desc);
 				if (st == DUR_SENT && !is_new && !is_old)
 					itest_fail("%s: LBA %" PRIu64 " (write in flight at the kill) holds "
-						   "garbage: neither the old nor the new pattern, %s",
+						   "garbage: neither the pattern before nor the new one, %s",
 						   d->url, lba + b, desc);
 				if (st == DUR_UNSENT && !is_old)
-					itest_fail("%s: LBA %" PRIu64 " was never written in the test but no "
-						   "longer holds the old pattern: %s", d->url, lba + b,
+					itest_fail("%s: LBA %" PRIu64 " was not written in pass %u but no "
+						   "longer holds the pattern %s: %s", d->url, lba + b, d->pass,
+						   d->pass > 1 ? "of the pass before, every write of which "
+						   "was acknowledged" : "written before the test",
 						   is_new ? "it holds the new one" : desc);
 				cnt[st][is_new]++;
 				is_new_at[lba + b] = is_new;
@@ -572,21 +627,22 @@ int itest_durable_check(int argc, char **argv)
 				nnew += is_new_at[x->lba + b];
 			if (nnew && nnew != x->nblocks)
 				itest_fail("%s: the WRITE ATOMIC of %u blocks at LBA %" PRIu64 " in "
-					   "flight at the kill is torn: %u blocks new, %u old",
+					   "flight at the kill is torn: %u blocks new, %u as before",
 					   d->url, x->nblocks, x->lba, nnew, x->nblocks - nnew);
 			whole_new += nnew == x->nblocks;
 		}
 		if (d->atomic)
 			itest_note("%s: %zu atomic writes in flight at the kill: %zu wholly new, "
-				   "%zu wholly old, none torn", d->url, d->n_sent, whole_new,
+				   "%zu wholly as before, none torn", d->url, d->n_sent, whole_new,
 				   d->n_sent - whole_new);
 		free(is_new_at);
 		free(d->sent);
-		itest_note("%s: %" PRIu64 " acknowledged blocks hold the new data; of %" PRIu64
-			   " blocks in flight at the kill %" PRIu64 " hold the new data and %" PRIu64
-			   " the old; %" PRIu64 " blocks never written hold the old data", d->url,
-			   cnt[DUR_ACKED][1], cnt[DUR_SENT][0] + cnt[DUR_SENT][1], cnt[DUR_SENT][1],
-			   cnt[DUR_SENT][0], cnt[DUR_UNSENT][0]);
+		itest_note("%s, pass %u: %" PRIu64 " acknowledged blocks hold the new data; of %"
+			   PRIu64 " blocks in flight at the kill %" PRIu64 " hold the new data and %"
+			   PRIu64 " the data before; %" PRIu64 " blocks not written in this pass hold "
+			   "the data before it", d->url, d->pass, cnt[DUR_ACKED][1],
+			   cnt[DUR_SENT][0] + cnt[DUR_SENT][1], cnt[DUR_SENT][1], cnt[DUR_SENT][0],
+			   cnt[DUR_UNSENT][0]);
 		CHECK(cnt[DUR_ACKED][1] > 0, "%s: no acknowledged block to check", d->url);
 		free(d->state);
 	}
