@@ -3,7 +3,10 @@
 # mix of commands (targetctl stats --json and /metrics must match exactly),
 # promtool's check of the exposition, targetctl's other commands, `top`
 # under tmux, and a configuration reload (add, resize, remove LUNs) while a
-# session does I/O on another LUN that must never fail.
+# session does I/O on another LUN that must never fail. The clients doing
+# I/O beside a step (statmix io URL @STOPFILE) run until the step is over:
+# every wait is a poll for what the step needs (the session logged in,
+# top showing a rate), never a sleep.
 . "$(dirname "$0")/lib.sh"
 td_init admin
 
@@ -23,11 +26,7 @@ CTL() { "$TARGETCTL" -s "$SOCK" "$@"; }
 
 # write_admin_conf EXTRA_LUNS: LUNs 0 and 4 always; the rest as given.
 write_admin_conf() {
-	write_conf "$CONF" <<EOF
-listen = ( "127.0.0.1:$PORT" );
-threads = 2;
-state_dir = "$TD_TMP";
-control_socket = "$SOCK";
+	td_write_conf "$CONF" -L "( \"127.0.0.1:$PORT\" )" -s "$TD_TMP" -S "$SOCK" <<EOF
 metrics_listen = "127.0.0.1:$MPORT";
 nop_interval = 0;
 targets = (
@@ -45,7 +44,40 @@ EOF
 write_admin_conf ', { lun = 2; backstore = "file"; path = "'"$TD_TMP"'/lun2.img"; size = "32M"; },
       { lun = 3; backstore = "memory"; size = "8M"; }'
 start_daemon "$PORT" -c "$CONF" || exit 1
-for i in $(seq 1 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+if ! td_poll 30 test -S "$SOCK"; then
+	td_log "FAIL: the daemon made no control socket $SOCK; its log:"
+	sed 's/^/    | /' "$TD_DAEMON_LOG"
+	exit 1
+fi
+
+# io_start NAME LUN [INITIATOR]: statmix io on LUN in the background until
+# io_stop NAME; its pid in IO_PID, its output in $TD_TMP/io-NAME.log. Waits
+# until the session has logged in and done its first write and read (fails
+# if it does not).
+io_start() {
+	local name=$1 log=$TD_TMP/io-$1.log
+	rm -f "$TD_TMP/io-$name.stop"
+	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/$2" "@$TD_TMP/io-$name.stop" ${3:+"$3"} >"$log" 2>&1 &
+	IO_PID=$!
+	if ! td_poll 60 io_started "$log" "$IO_PID"; then
+		echo "statmix io ($name) did not start its I/O:"
+		cat "$log"
+		return 1
+	fi
+	grep -q "^io started" "$log" || { echo "statmix io ($name) ended before its I/O:"; cat "$log"; return 1; }
+}
+
+# io_started LOG PID: the client said it started, or it is gone.
+io_started() {
+	grep -q "^io started" "$1" || td_gone "$2"
+}
+
+# io_stop NAME PID: tell the client to stop (it sends one more write and
+# read after that) and wait for it; its exit status.
+io_stop() {
+	: >"$TD_TMP/io-$1.stop"
+	wait "$2"
+}
 
 metrics() {
 	python3 - "$MPORT" <<'EOF'
@@ -227,36 +259,45 @@ run_test "task management functions, aborts and unit attentions are counted" cas
 
 # --- top under tmux, with I/O running ---------------------------------------
 case_top() {
-	local sess=targetd-admin-$$ out=$TD_TMP/top.txt rc=0 i
-	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 6 >"$TD_TMP/io0.log" 2>&1 &
-	local io=$!
-	tmux -L "$sess" new-session -d -s top -x 150 -y 20 "$TARGETCTL -s $SOCK top" || return 1
-	sleep 3.5
-	tmux -L "$sess" capture-pane -p -t top >"$out"
+	local sess=targetd-admin-$$ out=$TD_TMP/top.txt rc=0
+	io_start top 0 || { io_stop top "$IO_PID"; return 1; }
+	local io=$IO_PID
+	tmux -L "$sess" new-session -d -s top -x 150 -y 20 "$TARGETCTL -s $SOCK top" || { io_stop top "$io"; return 1; }
+	# top samples the counters once a second: wait for a sample that
+	# shows the columns and a live, non-zero rate on LUN 0
+	if ! td_poll 60 top_shows_rate "$sess" "$out"; then
+		echo "top never showed its columns and a non-zero rate for $IQN/0:"
+		rc=1
+	fi
 	cat "$out"
-	grep -q "IOPS" "$out" && grep -q "ATS/s" "$out" && grep -q "CONFL/s" "$out" || rc=1
-	# LUN 0 shows a live, non-zero rate
-	awk -v k="$IQN/0" '$1 == k && $2 + 0 > 0 { found = 1 } END { exit !found }' "$out" || rc=1
 	tmux -L "$sess" send-keys -t top q
-	for i in $(seq 1 30); do
-		tmux -L "$sess" has-session -t top 2>/dev/null || break
-		sleep 0.1
-	done
-	if tmux -L "$sess" has-session -t top 2>/dev/null; then
+	if ! td_poll 30 top_gone "$sess"; then
 		echo "top did not quit on q"
 		tmux -L "$sess" kill-server
 		rc=1
 	fi
-	wait "$io" || rc=1
+	io_stop top "$io" || rc=1
 	return $rc
+}
+
+# top_shows_rate SESSION OUT: the tmux pane, captured into OUT, shows top's
+# columns and a non-zero rate for LUN 0.
+top_shows_rate() {
+	tmux -L "$1" capture-pane -p -t top >"$2" 2>/dev/null || return 1
+	grep -q "IOPS" "$2" && grep -q "ATS/s" "$2" && grep -q "CONFL/s" "$2" &&
+		awk -v k="$IQN/0" '$1 == k && $2 + 0 > 0 { found = 1 } END { exit !found }' "$2"
+}
+
+top_gone() {
+	! tmux -L "$1" has-session -t top 2>/dev/null
 }
 run_test "targetctl top shows live per-LUN rates in a terminal and quits on q" case_top
 
 # --- sessions ------------------------------------------------------------------
 case_sessions() {
-	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/4" 3 >/dev/null 2>&1 &
-	local io=$! rc=0
-	sleep 1
+	local io rc=0
+	io_start sessions 4 || { io_stop sessions "$IO_PID"; return 1; }
+	io=$IO_PID
 	CTL sessions --json | python3 -c '
 import json, sys
 ss = [s for s in json.load(sys.stdin) if s["initiator"].endswith("statmix-io")]
@@ -267,7 +308,7 @@ assert s["parameters"]["MaxBurstLength"] > 0, s
 st = s["statistics"]
 assert st["commands"] > 0 and st["data_in_bytes"] > 0 and st["data_out_bytes"] > 0, st' "$IQN" || rc=1
 	CTL sessions | grep -q "statmix-io" || rc=1
-	wait "$io" || rc=1
+	io_stop sessions "$io" || rc=1
 	return $rc
 }
 run_test "targetctl sessions: initiator, ISID, TSIH, portal, negotiated parameters" case_sessions
@@ -275,9 +316,8 @@ run_test "targetctl sessions: initiator, ISID, TSIH, portal, negotiated paramete
 # --- reload ----------------------------------------------------------------------
 case_reload() {
 	local rc=0 io out=$TD_TMP/reload.out
-	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/4" 6 >"$TD_TMP/io4.log" 2>&1 &
-	io=$!
-	sleep 1
+	io_start reload 4 || { io_stop reload "$IO_PID"; return 1; }
+	io=$IO_PID
 	# add LUN 5, resize LUN 2 (32M -> 48M), remove LUN 3
 	write_admin_conf ', { lun = 2; backstore = "file"; path = "'"$TD_TMP"'/lun2.img"; size = "48M"; },
       { lun = 5; backstore = "memory"; size = "4M"; }'
@@ -296,11 +336,12 @@ assert l[2]["size_bytes"] == 48 << 20 and l[5]["size_bytes"] == 4 << 20, l' || r
 	if iscsi-inq "iscsi://127.0.0.1:$PORT/$IQN/3" >/dev/null 2>&1; then
 		echo "LUN 3 still answers"; rc=1
 	fi
-	wait "$io" || { echo "the session doing I/O on LUN 4 saw an error:"; rc=1; }
-	cat "$TD_TMP/io4.log"
+	# its last commands go out after the reload
+	io_stop reload "$io" || { echo "the session doing I/O on LUN 4 saw an error:"; rc=1; }
+	cat "$TD_TMP/io-reload.log"
 	# it was told that the LUN inventory changed (REPORTED LUNS
 	# DATA HAS CHANGED), which an initiator answers by retrying
-	grep -Eq "io ok: [0-9]+ commands, [1-9][0-9]* unit attentions" "$TD_TMP/io4.log" || rc=1
+	grep -Eq "io ok: [0-9]+ commands, [1-9][0-9]* unit attentions" "$TD_TMP/io-reload.log" || rc=1
 	return $rc
 }
 run_test "reload adds, resizes and removes LUNs while I/O on another LUN never fails" case_reload
@@ -325,15 +366,16 @@ case_reload_invalid() {
 }
 run_test "an invalid configuration is refused with its errors; the running one is kept" case_reload_invalid
 
+# lun6_listed: the running configuration has LUN 6.
+lun6_listed() {
+	CTL targets --json | python3 -c 'import json,sys; sys.exit(0 if 6 in json.load(sys.stdin)[0]["luns"] else 1)'
+}
+
 case_sighup() {
-	local i
 	write_admin_conf ', { lun = 2; backstore = "file"; path = "'"$TD_TMP"'/lun2.img"; size = "48M"; },
       { lun = 5; backstore = "memory"; size = "4M"; }, { lun = 6; backstore = "memory"; size = "4M"; }'
 	kill -HUP "$TD_DAEMON_PID"
-	for i in $(seq 1 50); do
-		CTL targets --json | python3 -c 'import json,sys; sys.exit(0 if 6 in json.load(sys.stdin)[0]["luns"] else 1)' && return 0
-		sleep 0.1
-	done
+	td_poll 30 lun6_listed && return 0
 	echo "LUN 6 did not appear after SIGHUP"
 	return 1
 }
@@ -343,18 +385,26 @@ KEEP_LUNS=', { lun = 2; backstore = "file"; path = "'"$TD_TMP"'/lun2.img"; size 
       { lun = 5; backstore = "memory"; size = "4M"; }, { lun = 6; backstore = "memory"; size = "4M"; }'
 case_acl() {
 	local rc=0 keep drop out=$TD_TMP/acl.out
-	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/4" 5 iqn.2026-11.org.targetd:keep >"$TD_TMP/keep.log" 2>&1 &
-	keep=$!
-	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 5 iqn.2026-11.org.targetd:drop >"$TD_TMP/drop.log" 2>&1 &
-	drop=$!
-	sleep 1
+	io_start keep 4 iqn.2026-11.org.targetd:keep || rc=1
+	keep=$IO_PID
+	io_start drop 0 iqn.2026-11.org.targetd:drop || rc=1
+	drop=$IO_PID
+	if [ "$rc" != 0 ]; then
+		io_stop keep "$keep"
+		io_stop drop "$drop"
+		return 1
+	fi
 	write_admin_conf "$KEEP_LUNS" 'initiators = [ "iqn.2026-11.org.targetd:keep" ];'
 	CTL reload >"$out" || rc=1
 	cat "$out"
 	grep -q "initiator ACL changed" "$out" && grep -q "1 sessions of initiators no longer allowed closed" "$out" || rc=1
-	wait "$keep" || { echo "the allowed session was disturbed:"; cat "$TD_TMP/keep.log"; rc=1; }
-	if wait "$drop"; then
-		echo "the session of the initiator no longer allowed kept running"; rc=1
+	io_stop keep "$keep" || { echo "the allowed session was disturbed:"; cat "$TD_TMP/io-keep.log"; rc=1; }
+	# told to stop after the reload, it sends one more command: on a
+	# connection the reload closed, that fails
+	if io_stop drop "$drop"; then
+		echo "the session of the initiator no longer allowed kept running:"
+		cat "$TD_TMP/io-drop.log"
+		rc=1
 	fi
 	CTL targets --json | python3 -c 'import json,sys; t=json.load(sys.stdin)[0]; sys.exit(0 if t["initiators"] == ["iqn.2026-11.org.targetd:keep"] else t)' || rc=1
 	if "$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 0.1 iqn.2026-11.org.targetd:drop >/dev/null 2>&1; then
@@ -369,48 +419,44 @@ run_here "daemon stops cleanly" stop_daemon
 # A detached daemon (no -f): its threads (HTTP included) are started after
 # the fork, and SIGTERM still stops it.
 case_detached() {
-	local p2 m2 s2=$TD_TMP/run2/ctl.sock conf2=$TD_TMP/detached.conf pid i
+	local p2 m2 s2=$TD_TMP/run2/ctl.sock conf2=$TD_TMP/detached.conf pid
 	p2=$(free_port)
 	m2=$(free_port)
-	write_conf "$conf2" <<EOF
-listen = ( "127.0.0.1:$p2" );
-threads = 1;
-state_dir = "$TD_TMP";
-control_socket = "$s2";
+	td_write_conf "$conf2" -L "( \"127.0.0.1:$p2\" )" -t 1 -s "$TD_TMP" -S "$s2" <<EOF
 metrics_listen = "127.0.0.1:$m2";
 targets = ( { iqn = "$IQN-detached"; luns = ( { lun = 0; backstore = "memory"; size = "4M"; } ); } );
 EOF
 	"$TARGETD" -c "$conf2" || return 1
-	for i in $(seq 1 50); do [ -S "$s2" ] && break; sleep 0.1; done
+	td_poll 30 test -S "$s2" || { echo "no control socket $s2 from the detached daemon"; return 1; }
 	pid=$("$TARGETCTL" -s "$s2" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])') || return 1
 	MPORT=$m2 metrics | grep -q '^targetd_lun_capacity_bytes{target="'"$IQN"'-detached",lun="0"} 4194304$' ||
 		{ echo "no /metrics from the detached daemon"; kill -KILL "$pid"; return 1; }
 	kill -TERM "$pid"
-	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "$pid" 2>/dev/null; then
+	if ! td_poll 60 td_gone "$pid"; then
 		echo "the detached daemon did not stop on SIGTERM"; kill -KILL "$pid"; return 1
 	fi
 	[ ! -e "$s2" ] || { echo "control socket left behind"; return 1; }
 }
 run_test "detached daemon: control socket and /metrics answer, SIGTERM stops it" case_detached
 
+# readies N LOG: LOG has at least N READY=1 notifications.
+readies() {
+	[ "$(grep -c "READY=1" "$2" 2>/dev/null)" -ge "$1" ]
+}
+
 # systemd's notification protocol, with a stand-in for systemd: READY at
 # start, RELOADING then READY around a SIGHUP reload, STOPPING at the end.
 case_notify() {
-	local p3 nsock=$TD_TMP/notify.sock nlog=$TD_TMP/notify.log conf3=$TD_TMP/notify.conf lst i
+	local p3 nsock=$TD_TMP/notify.sock nlog=$TD_TMP/notify.log conf3=$TD_TMP/notify.conf lst
 	p3=$(free_port)
-	write_conf "$conf3" <<EOF
-listen = ( "127.0.0.1:$p3" );
-threads = 1;
-state_dir = "$TD_TMP";
-control_socket = "$TD_TMP/run3/ctl.sock";
+	td_write_conf "$conf3" -L "( \"127.0.0.1:$p3\" )" -t 1 -s "$TD_TMP" -S "$TD_TMP/run3/ctl.sock" <<EOF
 targets = ( { iqn = "$IQN-notify"; luns = ( { lun = 0; backstore = "memory"; size = "4M"; } ); } );
 EOF
 	python3 - "$nsock" "$nlog" <<'EOF' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
-s.settimeout(30)
+s.settimeout(60)
 with open(sys.argv[2], "w") as f:
     while True:
         try:
@@ -422,11 +468,11 @@ with open(sys.argv[2], "w") as f:
             break
 EOF
 	lst=$!
-	for i in $(seq 1 50); do [ -S "$nsock" ] && break; sleep 0.1; done
+	td_poll 30 test -S "$nsock" || { echo "the stand-in for systemd did not bind $nsock"; kill "$lst"; return 1; }
 	NOTIFY_SOCKET=$nsock start_daemon "$p3" -c "$conf3" || { kill "$lst"; return 1; }
-	for i in $(seq 1 50); do grep -q "READY=1" "$nlog" 2>/dev/null && break; sleep 0.1; done
+	td_poll 30 readies 1 "$nlog" || echo "no READY=1 after the start"
 	kill -HUP "$TD_DAEMON_PID"
-	for i in $(seq 1 50); do [ "$(grep -c "READY=1" "$nlog")" -ge 2 ] && break; sleep 0.1; done
+	td_poll 30 readies 2 "$nlog" || echo "no second READY=1 after SIGHUP"
 	stop_daemon || { kill "$lst"; return 1; }
 	wait "$lst"
 	cat "$nlog"

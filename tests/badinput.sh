@@ -29,16 +29,10 @@ LOGIN_TIMEOUT=2
 IQN=iqn.2026-11.org.targetd:default
 SLOW=()
 [ "$TARGETD_VALGRIND" = 1 ] && SLOW=(-S)
-mkdir -p "$T/state"
 
 # write_config FILE PORT THREADS
 write_config() {
-	write_conf "$1" <<EOF
-# written by tests/badinput.sh
-listen = [ "127.0.0.1:$2" ];
-threads = $3;
-state_dir = "$T/state";
-control_socket = "$T/control-$2.sock";
+	td_write_conf "$1" -p "$2" -t "$3" -S "$T/control-$2.sock" <<EOF
 login_timeout = $LOGIN_TIMEOUT;
 targets = (
   {
@@ -61,11 +55,15 @@ sanitizer_clean() {
 	return 0
 }
 
-# still_running: the daemon is alive (after a moment: a crash under
-# valgrind takes a while to end the process).
+# still_running PORT: the daemon is alive and serves: a new session logs
+# in and gets REPORT LUNS answered (a daemon that crashed, even one that
+# valgrind takes a while to end, cannot), and the process is still there.
 still_running() {
-	if [ "$TARGETD_VALGRIND" = 1 ]; then sleep 3; else sleep 0.3; fi
-	daemon_alive || { echo "the daemon is gone; its log:"; sed 's/^/    | /' "$TD_DAEMON_LOG" | tail -60; return 1; }
+	if ! timeout -k 10 $((120 * TD_TIME_SCALE)) "$ITEST" login "iscsi://127.0.0.1:$1/$IQN/0" || ! daemon_alive; then
+		echo "the daemon does not serve any more; its log:"
+		sed 's/^/    | /' "$TD_DAEMON_LOG" | tail -60
+		return 1
+	fi
 }
 
 PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
@@ -107,7 +105,7 @@ for c in "${CASES[@]}"; do
 	fi
 done
 
-run_here "daemon still running after every case" still_running
+run_here "daemon still running after every case" still_running "$PORT"
 run_here "no sanitizer or valgrind report in the daemon log" sanitizer_clean
 run_here "SIGTERM: clean shutdown, exit 0" stop_daemon TERM
 
@@ -120,7 +118,7 @@ CONF2=$T/targetd-mcs.conf
 write_config "$CONF2" "$PORT2" 2
 if start_daemon "$PORT2" -c "$CONF2"; then
 	run_test "pdufuzz mcs-pipelined (2 network threads)" pdufuzz "$PORT2" mcs-pipelined
-	run_here "daemon still running after mcs-pipelined" still_running
+	run_here "daemon still running after mcs-pipelined" still_running "$PORT2"
 	run_here "no sanitizer or valgrind report in the daemon log (mcs-pipelined)" sanitizer_clean
 	if daemon_alive; then
 		run_here "SIGTERM after mcs-pipelined: clean shutdown, exit 0" stop_daemon TERM

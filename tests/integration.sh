@@ -23,15 +23,9 @@ MUTUAL_USER=array
 MUTUAL_SECRET=array-secret-4567
 SEED=$(( (RANDOM << 15) | RANDOM ))
 td_log "port $PORT, temp dir $T, seed $SEED"
-mkdir -p "$T/state"
 
 CONF=$T/targetd.conf
-write_conf "$CONF" <<EOF
-# written by tests/integration.sh
-listen = [ "$P" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
+td_write_conf "$CONF" -p "$PORT" <<EOF
 targets = (
   {
     iqn = "$IQN:disk";
@@ -224,10 +218,7 @@ exec 5>&- 2>/dev/null || true
 # --------------------------------------- restart: data persists, iscsi-ls
 
 CONF2=$T/targetd2.conf
-write_conf "$CONF2" <<EOF
-listen = [ "$P" ];
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
+td_write_conf "$CONF2" -p "$PORT" -t '' <<EOF
 targets = (
   {
     iqn = "$IQN:disk";

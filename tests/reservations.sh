@@ -32,21 +32,15 @@ while [ "$PORT2" = "$PORT1" ]; do PORT2=$(free_port) || exit 99; done
 IQN=iqn.2026-11.org.targetd.test:pr
 URL1=iscsi://127.0.0.1:$PORT1/$IQN/0
 URL2=iscsi://127.0.0.1:$PORT2/$IQN/0
-mkdir -p "$T/state"
 STATE=$T/state/pr-$IQN-lun0.state
 td_log "portals $PORT1 (tpgt 1) and $PORT2 (tpgt 2), temp dir $T"
 
 # write_pr_conf STATE2: the configuration, portal group 2 in STATE2
 write_pr_conf() {
-	write_conf "$T/targetd.conf" <<EOF
-# written by tests/reservations.sh
-listen = ( { address = "127.0.0.1:$PORT1"; tpgt = 1; },
-           { address = "127.0.0.1:$PORT2"; tpgt = 2; } );
+	td_write_conf "$T/targetd.conf" -L "( { address = \"127.0.0.1:$PORT1\"; tpgt = 1; },
+           { address = \"127.0.0.1:$PORT2\"; tpgt = 2; } )" <<EOF
 portal_groups = ( { tpgt = 1; state = "active/optimized"; preferred = true; },
                   { tpgt = 2; state = "$1"; } );
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
 targets = ( { iqn = "$IQN";
               luns = ( { lun = 0; backstore = "file"; path = "$T/lun0.img"; size = "128M"; },
                        { lun = 1; backstore = "memory"; size = "16M"; } ); } );
@@ -165,11 +159,7 @@ run_test "the path of group 2 accepts media access again" "$PRTEST" active "$URL
 write_pr_conf unavailable
 kill -HUP "$TD_DAEMON_PID"
 reloaded() {
-	local i
-	for i in $(seq 1 50); do
-		grep -q "portal group 2 now unavailable" "$TD_DAEMON_LOG" && return 0
-		sleep 0.1
-	done
+	wait_log "portal group 2 now unavailable" && return 0
 	cat "$TD_DAEMON_LOG"
 	return 1
 }

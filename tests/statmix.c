@@ -13,17 +13,24 @@
  *       (INVALID COMMAND OPERATION CODE) is listed in "unavailable" and its
  *       derived counters are not claimed.
  *
- *   statmix io URL SECONDS [INITIATOR]
- *       Writes a pattern, reads it back and compares, for SECONDS. A UNIT
- *       ATTENTION is retried (what initiators do); any other failure, or a
- *       data mismatch, exits 1. Prints "io ok: N commands, U unit attentions".
+ *   statmix io URL SECONDS|@STOPFILE [INITIATOR]
+ *       Writes a pattern, reads it back and compares, for SECONDS, or (with
+ *       @STOPFILE) until the file STOPFILE exists, and then once more, so
+ *       that its last commands are sent after the file appeared (at most
+ *       STATMIX_IO_LIMIT seconds, 900: then it fails). A UNIT ATTENTION is
+ *       retried (what initiators do); any other failure, or a data
+ *       mismatch, exits 1. Prints "io started" once the first write and
+ *       read back are done, and at the end "io ok: N commands, U unit
+ *       attentions".
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
@@ -389,13 +396,30 @@ static struct scsi_task *io_retry(struct conn *c, bool write, uint64_t lba, uint
 	exit(1);
 }
 
-static int cmd_io(const char *url, double seconds, const char *initiator)
+static double elapsed_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* SECONDS, or @STOPFILE: stop when the file exists (after one more round). */
+static int cmd_io(const char *url, const char *until, const char *initiator)
 {
 	struct conn c;
 	uint8_t buf[16 * BS];
-	struct timespec t0, now;
+	struct timespec t0;
 	unsigned long n = 0;
+	const char *stopfile = until[0] == '@' ? until + 1 : NULL;
+	double seconds = stopfile ? 0 : atof(until);
+	double limit = getenv("STATMIX_IO_LIMIT") ? atof(getenv("STATMIX_IO_LIMIT")) : 900;
+	bool last = false;
 
+	if (stopfile && !*stopfile) {
+		fprintf(stderr, "statmix io: @ needs a file name\n");
+		return 2;
+	}
 	open_conn(&c, url, initiator ? initiator : "iqn.2026-11.org.targetd:statmix-io");
 	clear_ua(&c);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -415,10 +439,25 @@ static int cmd_io(const char *url, double seconds, const char *initiator)
 			return 1;
 		}
 		scsi_free_scsi_task(t);
+		if (n == 0) {
+			printf("io started\n");
+			fflush(stdout);
+		}
 		n += 2;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= seconds)
+		if (last)
 			break;
+		if (!stopfile) {
+			if (elapsed_since(&t0) >= seconds)
+				break;
+		} else if (access(stopfile, F_OK) == 0) {
+			last = true;    /* one more round, sent after the file appeared */
+		} else if (errno != ENOENT) {
+			fprintf(stderr, "statmix io: %s: %s\n", stopfile, strerror(errno));
+			return 1;
+		} else if (elapsed_since(&t0) >= limit) {
+			fprintf(stderr, "statmix io: %s did not appear within %.0f s\n", stopfile, limit);
+			return 1;
+		}
 	}
 	printf("io ok: %lu commands, %u unit attentions\n", n, n_ua_retries);
 	iscsi_logout_sync(c.iscsi);
@@ -431,7 +470,8 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "mix"))
 		return cmd_mix(argv[2], argc >= 5 && !strcmp(argv[3], "--reset-cmd") ? argv[4] : NULL);
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "io"))
-		return cmd_io(argv[2], atof(argv[3]), argc == 5 ? argv[4] : NULL);
-	fprintf(stderr, "usage: statmix mix URL [--reset-cmd CMD] | statmix io URL SECONDS [INITIATOR]\n");
+		return cmd_io(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+	fprintf(stderr, "usage: statmix mix URL [--reset-cmd CMD] | "
+		"statmix io URL SECONDS|@STOPFILE [INITIATOR]\n");
 	return 2;
 }
