@@ -317,6 +317,14 @@ td_write_conf() {
 # below try the real operation; on failure they return 1 with the reason
 # in TD_WHY, and the test reports SKIP with it (never FAIL).
 
+# td_one_line TEXT: TEXT on one line (a tool's message, for a SKIP reason).
+td_one_line() {
+	local t=${1//$'\n'/ }
+	t=${t//$'\t'/ }
+	while [[ $t == *"  "* ]]; do t=${t//  / }; done
+	printf '%s\n' "${t% }"
+}
+
 # td_loop_devices_present: /dev has loop devices (TD_WHY says so if not).
 td_loop_devices_present() {
 	TD_WHY=
@@ -338,7 +346,7 @@ td_loop_attach() {
 	fi
 	td_loop_devices_present || return 1
 	if ! out=$(losetup -f --show "$1" 2>&1) || [ ! -b "$out" ]; then
-		TD_WHY="cannot attach a loop device (uid $(id -u)): ${out:-losetup printed nothing}"
+		TD_WHY="cannot attach a loop device (uid $(id -u)): $(td_one_line "${out:-losetup printed nothing}")"
 		return 1
 	fi
 	TD_LOOPDEV=$out
@@ -365,7 +373,7 @@ td_loop_mount() {
 	TD_WHY=
 	mkdir -p "$dir" || return 1
 	if ! out=$(mount -o "$opts" "$img" "$dir" 2>&1); then
-		TD_WHY="cannot mount a loop device (uid $(id -u)): $out"
+		TD_WHY="cannot mount a loop device (uid $(id -u)): $(td_one_line "$out")"
 		return 1
 	fi
 	TD_MOUNTS+=("$dir")
@@ -404,7 +412,7 @@ td_can_loop_mount() {
 	truncate -s "$size" "$img" || { TD_WHY="cannot create $img"; return 1; }
 	if ! out=$("mkfs.$fs" -q "$img" 2>&1); then
 		rm -f "$img"
-		TD_WHY="mkfs.$fs of a $size image failed: $out"
+		TD_WHY="mkfs.$fs of a $size image failed: $(td_one_line "$out")"
 		return 1
 	fi
 	if ! td_loop_mount "$img" "$dir"; then
