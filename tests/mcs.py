@@ -7,11 +7,15 @@ usage: mcs.py HOST PORT TARGET_IQN
 Prints one PASS/FAIL line per check and 'N passed, N failed' at the end;
 exits 1 if anything failed.
 """
+import os
 import socket
 import struct
 import sys
 
 INITIATOR = "iqn.2026-11.org.targetd:mcs-test"
+# how long to wait for an answer or a close: a deadline that only a fault
+# reaches, whatever the machine's load (TD_TIME_SCALE as in tests/lib.sh)
+TIMEOUT = 60 * int(os.environ.get("TD_TIME_SCALE", "1") or 1)
 results = []
 
 
@@ -45,7 +49,7 @@ def recv_pdu(s):
 
 class Conn:
     def __init__(self, host, port, isid, tsih, cid, cmdsn, target):
-        self.s = socket.create_connection((host, port), timeout=5)
+        self.s = socket.create_connection((host, port), timeout=TIMEOUT)
         self.itt = 0x100 * (cid + 1)
         self.cid = cid
         keys = ["InitiatorName=" + INITIATOR, "TargetName=" + target, "SessionType=Normal"]
@@ -110,7 +114,7 @@ class Conn:
         return rsp[0] & 0x3f, rsp[2]
 
     def closed_by_peer(self):
-        self.s.settimeout(5)
+        self.s.settimeout(TIMEOUT)
         try:
             while True:
                 if not self.s.recv(4096):

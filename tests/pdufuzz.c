@@ -754,7 +754,7 @@ static void case_idle(void)
 	struct pf_conn c[3];
 	bool open[3] = { true, true, true };
 	uint64_t t0 = pf_now_ms(), closed_at[3] = { 0 };
-	uint64_t limit = (uint64_t)pf_opt.login_timeout * 1000 + (pf_opt.slow ? 30000 : 3000);
+	uint64_t limit = (uint64_t)pf_opt.login_timeout * 1000 + (uint64_t)pf_opt.tmo;
 	const char *names[] = { "a silent connection", "a connection stalled inside a BHS",
 				"a connection stalled in the security stage" };
 

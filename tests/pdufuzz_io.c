@@ -28,7 +28,7 @@ struct pf_opts pf_opt = {
 	.login_timeout = 2,
 	.seed = 20261129,
 	.count = 4000,
-	.tmo = 5000,
+	.tmo = 30000,   /* a deadline only a fault reaches, on a loaded machine too */
 	.quiet_ms = 400,
 };
 
