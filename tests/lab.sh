@@ -31,12 +31,7 @@ IQN=iqn.2026-11.org.targetd.test:lab
 SOCK=$TD_TMP/ctl.sock
 URL=iscsi://127.0.0.1:$PORT/$IQN
 truncate -s 8M "$TD_TMP/ro.img"
-write_conf "$TD_TMP/targetd.conf" <<EOF
-# written by tests/lab.sh
-listen = [ "127.0.0.1:$PORT" ];
-threads = 2;
-state_dir = "$TD_TMP";
-control_socket = "$SOCK";
+td_write_conf "$TD_TMP/targetd.conf" -p "$PORT" -s "$TD_TMP" -S "$SOCK" <<EOF
 targets = (
   { iqn = "$IQN";
     luns = (
@@ -47,7 +42,11 @@ targets = (
 );
 EOF
 start_daemon "$PORT" -c "$TD_TMP/targetd.conf" || exit 1
-for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+if ! td_poll 30 test -S "$SOCK"; then
+	td_log "FAIL: the daemon made no control socket $SOCK; its log:"
+	sed 's/^/    | /' "$TD_DAEMON_LOG"
+	exit 1
+fi
 
 LAB() { "$VAAI_LAB" "$@" --control "$SOCK"; }
 

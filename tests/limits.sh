@@ -33,19 +33,14 @@ fi
 T=$TD_TMP
 IQN=iqn.2026-11.org.targetd:default
 IQN_B=iqn.2026-11.org.targetd.test:limits-b
-mkdir -p "$T/state"
 
 # write_config FILE PORT EXTRA: the limits of tests/pdufuzz.h (LIM_*),
 # target A (the default name), target B and 140 small targets (so that
 # SendTargets=All answers about 12 KiB).
 write_config() {
 	{
+		td_conf_prologue -p "$2" -S "$T/control-$2.sock"
 		cat <<EOC
-# written by tests/limits.sh
-listen = [ "127.0.0.1:$2" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control-$2.sock";
 login_timeout = 2;
 queue_depth = 4;
 max_connections = 8;

@@ -37,7 +37,6 @@ CHAP_SECRET=alice-secret-0123
 MUTUAL_USER=array
 MUTUAL_SECRET=array-secret-4567
 CONF=$T/targetd.conf
-mkdir -p "$T/state"
 td_log "port $PORT, temp dir $T"
 
 # write_config VARIANT: base | acl-revoked | chap-on
@@ -45,12 +44,8 @@ write_config() {
 	local acl=$ALLOWED chap=""
 	[ "$1" = acl-revoked ] && acl=$IQN:someone-else
 	[ "$1" = chap-on ] && chap="chap = { user = \"$CHAP_USER\"; secret = \"$CHAP_SECRET\"; };"
-	write_conf "$CONF" <<EOF
-# written by tests/login.sh ($1)
-listen = [ "$P" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
+	td_write_conf "$CONF" -p "$PORT" <<EOF
+# variant $1
 login_timeout = 30;
 targets = (
   { iqn = "$IQN:disk"; luns = ( { lun = 0; backstore = "memory"; size = "16M"; } ); },
@@ -68,18 +63,25 @@ EOF
 
 lt() { "$LOGINTEST" -a "$P" "$@"; }
 
+# reload_lines N: the daemon's log has N "info: reload" lines or more.
+reload_lines() {
+	[ "$(grep -c 'info: reload' "$TD_DAEMON_LOG")" -ge "$1" ]
+}
+
+# paused_or_gone OUT PID: the paused login said "paused", or it ended.
+paused_or_gone() {
+	grep -qx paused "$1" || td_gone "$2"
+}
+
 # reload VARIANT: rewrite the configuration, SIGHUP, and wait until the
 # daemon has logged the outcome of this reload.
 reload() {
-	local before i
+	local before
 	before=$(grep -c 'info: reload' "$TD_DAEMON_LOG")
 	write_config "$1"
 	kill -HUP "$TD_DAEMON_PID"
-	for ((i = 0; i < 200; i++)); do
-		# "reloading FILE" and at least one "reload: ..." line
-		[ "$(grep -c 'info: reload' "$TD_DAEMON_LOG")" -ge $((before + 2)) ] && return 0
-		sleep 0.1
-	done
+	# "reloading FILE" and at least one "reload: ..." line
+	td_poll 60 reload_lines "$((before + 2))" && return 0
 	echo "the reload to $1 did not finish; daemon log:"
 	tail -n 20 "$TD_DAEMON_LOG"
 	return 1
@@ -90,17 +92,13 @@ reload() {
 # must get STATUS.
 paused() {
 	local target=$1 initiator=$2 status=$3 variant=$4 in=$T/paused.in out=$T/paused.out
-	local pid i rc
+	local pid rc
 	rm -f "$in"
 	mkfifo "$in"
 	lt -t "$target" paused "$initiator" "$status" <"$in" >"$out" 2>&1 &
 	pid=$!
 	exec 7>"$in"
-	for ((i = 0; i < 200; i++)); do
-		grep -qx paused "$out" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	td_poll 60 paused_or_gone "$out" "$pid"
 	if ! grep -qx paused "$out"; then
 		exec 7>&-
 		kill "$pid" 2>/dev/null

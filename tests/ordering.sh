@@ -9,12 +9,7 @@ td_init ordering
 td_need_cmd python3
 PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
 IQN=iqn.2026-11.org.targetd.test:ordering
-mkdir -p "$TD_TMP/state"
-write_conf "$TD_TMP/targetd.conf" <<CONF
-listen = [ "127.0.0.1:$PORT" ];
-threads = 2;
-state_dir = "$TD_TMP/state";
-control_socket = "$TD_TMP/control.sock";
+td_write_conf "$TD_TMP/targetd.conf" -p "$PORT" <<CONF
 targets = ( { iqn = "$IQN"; luns = ( { lun = 0; backstore = "memory"; size = "16M"; } ); } );
 CONF
 start_daemon "$PORT" -c "$TD_TMP/targetd.conf" || exit 1
