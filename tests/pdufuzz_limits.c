@@ -414,18 +414,80 @@ void pf_case_limit_queue_depth(void)
 
 /* ---- connections and sessions ------------------------------------------ */
 
-/* Open TCP connections until one is closed by the daemon at once, without
- * a byte: max_connections. Returns how many stayed open. */
+/* Close connections so that the daemon is known to have seen the closes:
+ * shut down the sending side, wait for the daemon's own close (its end of
+ * the connection gone, its slot with it), then close. A sleep would guess,
+ * and on a loaded machine guess wrong. */
+static void close_and_settle(struct pf_conn *c, unsigned n)
+{
+	uint64_t deadline = pf_now_ms() + (uint64_t)pf_opt.tmo;
+
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].fd >= 0)
+			shutdown(c[i].fd, SHUT_WR);
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t junk[4096];
+
+		while (c[i].fd >= 0) {
+			struct pollfd p = { .fd = c[i].fd, .events = POLLIN };
+			uint64_t now = pf_now_ms();
+			ssize_t r;
+
+			if (now >= deadline)
+				pf_fail("the daemon did not close its end of %u connections within %d ms "
+					"after they were shut down", n, pf_opt.tmo);
+			if (poll(&p, 1, (int)(deadline - now)) <= 0)
+				continue;
+			r = recv(c[i].fd, junk, sizeof(junk), MSG_DONTWAIT);
+			if (r == 0 || (r < 0 && errno == ECONNRESET))
+				break;
+			if (r < 0 && errno != EAGAIN && errno != EINTR)
+				pf_fail("recv: %s", strerror(errno));
+		}
+		pf_conn_close(&c[i]);
+	}
+}
+
+/* A discovery login on a new connection, under a name of its own (so
+ * that no session limit applies, and no login timer runs once it is in
+ * full feature phase): true when admitted, false when the daemon closed
+ * the connection without answering (max_connections). The answer or the
+ * close is waited for, never guessed from a short window; any other
+ * outcome fails. */
+static bool connection_admitted(struct pf_conn *c, unsigned i)
+{
+	char text[512];
+	size_t n = 0;
+	uint8_t b[BHS_LEN];
+	struct pf_rx r;
+	int rc;
+
+	pf_conn_open(c, "connections");
+	n += (size_t)snprintf(text + n, sizeof(text) - n,
+			      "InitiatorName=iqn.2026-11.org.targetd.test:lim-conn%u", i) + 1;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "SessionType=Discovery") + 1;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "HeaderDigest=None") + 1;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "DataDigest=None") + 1;
+	pf_login_bhs(c, b, F_FINAL | (1 << 2) | 3);
+	if (pf_send_pdu(c, b, NULL, 0, (uint8_t *)text, (uint32_t)n, 0))
+		return false;
+	rc = pf_recv_pdu(c, &r, pf_opt.tmo);
+	if (rc == RX_EOF)
+		return false;
+	if (rc != RX_GOT)
+		pf_fail("connection %u: neither a Login Response nor a close within %d ms", i + 1, pf_opt.tmo);
+	if ((r.bhs[0] & 0x3f) != OP_LOGIN_RSP || r.bhs[36] || !(r.bhs[1] & F_FINAL))
+		pf_fail("connection %u: discovery login answered with opcode %#04x status %#04x%02x", i + 1,
+			r.bhs[0], r.bhs[36], r.bhs[37]);
+	return true;
+}
+
+/* Open connections, each logged in, until the daemon closes one without
+ * a byte: max_connections. Returns how many were admitted. */
 static unsigned open_until_refused(struct pf_conn *c, unsigned max)
 {
 	for (unsigned i = 0; i < max; i++) {
-		struct pollfd p;
-		uint8_t x;
-
-		pf_conn_open(&c[i], "connections");
-		p.fd = c[i].fd;
-		p.events = POLLIN;
-		if (poll(&p, 1, 300) > 0 && recv(c[i].fd, &x, 1, MSG_DONTWAIT) <= 0) {
+		if (!connection_admitted(&c[i], i)) {
 			pf_conn_close(&c[i]);
 			return i;
 		}
@@ -441,9 +503,7 @@ void pf_case_limit_connections(void)
 	/* the healthy session holds one */
 	if (n + 1 != LIM_CONNECTIONS)
 		pf_fail("%u connections stayed open (+1 healthy), max_connections is %u", n, LIM_CONNECTIONS);
-	for (unsigned i = 0; i < n; i++)
-		pf_conn_close(&c[i]);
-	usleep(300000);
+	close_and_settle(c, n);
 	pf_note("max_connections %u: the next connection is closed at once; after closing them logins work",
 		LIM_CONNECTIONS);
 }
@@ -478,11 +538,8 @@ void pf_case_limit_sessions(void)
 	if (st != 0x0302)
 		pf_fail("login beyond max_connections_per_target: status %#06x, expected 0x0302 (out of resources)",
 			st);
-	pf_conn_close(&c[LIM_CONNS_PER_TARGET]);
-	for (unsigned i = 0; i < LIM_CONNS_PER_TARGET; i++)
-		pf_conn_close(&c[i]);
+	close_and_settle(c, LIM_CONNS_PER_TARGET + 1);
 	pf_note("max_connections_per_target %u: the next login is refused with 0x0302", LIM_CONNS_PER_TARGET);
-	usleep(300000);
 
 	/* max_sessions_per_initiator, across targets */
 	for (unsigned i = 0; i < LIM_SESSIONS_PER_INITIATOR; i++) {
@@ -493,10 +550,7 @@ void pf_case_limit_sessions(void)
 	st = login_status("iqn.2026-11.org.targetd.test:lim-one", pf_opt.target, &c[LIM_SESSIONS_PER_INITIATOR]);
 	if (st != 0x0302)
 		pf_fail("session beyond max_sessions_per_initiator: status %#06x, expected 0x0302", st);
-	pf_conn_close(&c[LIM_SESSIONS_PER_INITIATOR]);
-	for (unsigned i = 0; i < LIM_SESSIONS_PER_INITIATOR; i++)
-		pf_conn_close(&c[i]);
-	usleep(300000);
+	close_and_settle(c, LIM_SESSIONS_PER_INITIATOR + 1);
 	pf_note("max_sessions_per_initiator %u: the next session is refused with 0x0302",
 		LIM_SESSIONS_PER_INITIATOR);
 }
