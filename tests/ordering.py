@@ -119,7 +119,8 @@ class Io:
 
     def until(self, stop):
         """PDUs received until stop(pdu) is true (that one included);
-        a silent target ends it with socket.timeout after 5 seconds."""
+        a silent target ends it with socket.timeout after mcs.TIMEOUT
+        seconds."""
         got = []
         while True:
             bhs, data = recv_pdu(self.c.s)
