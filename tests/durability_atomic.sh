@@ -17,7 +17,8 @@
 #
 # The file system: $ATOMIC_DIR if set (it must offer atomic writes), else
 # an XFS image on a loop device under the test's directory (needs root,
-# mkfs.xfs and loop devices). Where neither is possible, or the kernel
+# mkfs.xfs, loop devices and the right to mount them: td_can_loop_mount
+# tries it first). Where neither is possible, or the kernel
 # offers no atomic writes there (Linux before 6.11, XFS before 6.16), the
 # test is skipped with the reason: the LUNs then offer no WRITE ATOMIC.
 set -u
@@ -31,43 +32,24 @@ td_need_cmd timeout
 [ -x "$ITEST" ] || { td_log "ERROR: test client not found at $ITEST"; exit 99; }
 
 T=$TD_TMP
-MNT=
-at_cleanup() {
-	if [ -n "$TD_DAEMON_PID" ] && kill -0 "$TD_DAEMON_PID" 2>/dev/null; then
-		kill -KILL "$TD_DAEMON_PID" 2>/dev/null
-		wait "$TD_DAEMON_PID" 2>/dev/null
-	fi
-	TD_DAEMON_PID=
-	[ -n "$MNT" ] && umount "$MNT" 2>/dev/null
-	td_cleanup
-}
-trap at_cleanup EXIT
 
+# (the daemon is stopped, then the XFS unmounted, by lib.sh at exit)
 if [ -n "${ATOMIC_DIR:-}" ]; then
 	D=$ATOMIC_DIR
 else
-	[ "$(id -u)" = 0 ] || td_skip_all "not root: cannot mount an XFS image (set ATOMIC_DIR to a directory on a file system with atomic writes)"
-	command -v mkfs.xfs >/dev/null 2>&1 || td_skip_all "mkfs.xfs not found (xfsprogs)"
+	td_can_loop_mount xfs ||
+		td_skip_all "$TD_WHY (set ATOMIC_DIR to a directory on a file system with atomic writes)"
 	truncate -s 1G "$T/xfs.img" || exit 99
-	mkfs.xfs -q -f "$T/xfs.img" >"$T/mkfs.out" 2>&1 || { cat "$T/mkfs.out"; td_skip_all "mkfs.xfs failed"; }
-	mkdir -p "$T/mnt"
-	mount -o loop "$T/xfs.img" "$T/mnt" 2>"$T/mount.out" ||
-		td_skip_all "cannot mount an XFS image on a loop device: $(head -c 200 "$T/mount.out")"
-	MNT=$T/mnt
-	D=$MNT
+	mkfs.xfs -q -f "$T/xfs.img" >"$T/mkfs.out" 2>&1 || { cat "$T/mkfs.out"; td_log "ERROR: mkfs.xfs failed"; exit 99; }
+	td_loop_mount "$T/xfs.img" "$T/mnt" || { td_log "ERROR: $TD_WHY"; exit 99; }
+	D=$T/mnt
 fi
 
 PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
 P=127.0.0.1:$PORT
 IQN=iqn.2026-12.org.targetd.test:atomic
 CONF=$T/targetd.conf
-mkdir -p "$T/state"
-write_conf "$CONF" <<EOF
-# written by tests/durability_atomic.sh
-listen = [ "$P" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/control.sock";
+td_write_conf "$CONF" -p "$PORT" <<EOF
 targets = (
   {
     iqn = "$IQN";
@@ -91,7 +73,7 @@ stop_daemon TERM || exit 99
 
 kill_round() {
 	local rc
-	timeout -k 10 300 "$ITEST" -s "$((0x5eed1000 + $1))" durable-write "$TD_DAEMON_PID" "$T/state.$1" \
+	timeout -k 10 $((300 * TD_TIME_SCALE)) "$ITEST" -s "$((0x5eed1000 + $1))" durable-write "$TD_DAEMON_PID" "$T/state.$1" \
 		"$NBLOCKS" "$URL0,atomic" "$URL1,atomic" || return 1
 	wait "$TD_DAEMON_PID"
 	rc=$?
