@@ -26,11 +26,7 @@ MIXER=iqn.2026-11.org.targetd.test:histomix
 CONF=$TD_TMP/targetd.conf
 CTL() { "$TARGETCTL" -s "$SOCK" "$@"; }
 
-write_conf "$CONF" <<EOF
-listen = ( "127.0.0.1:$PORT" );
-threads = 2;
-state_dir = "$TD_TMP";
-control_socket = "$SOCK";
+td_write_conf "$CONF" -L "( \"127.0.0.1:$PORT\" )" -s "$TD_TMP" -S "$SOCK" <<EOF
 metrics_listen = "127.0.0.1:$MPORT";
 http_listen = "$HPORT";
 nop_interval = 0;
@@ -43,7 +39,11 @@ targets = (
 );
 EOF
 start_daemon "$PORT" -c "$CONF" || exit 1
-for i in $(seq 1 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+if ! td_poll 30 test -S "$SOCK"; then
+	td_log "FAIL: the daemon made no control socket $SOCK; its log:"
+	sed 's/^/    | /' "$TD_DAEMON_LOG"
+	exit 1
+fi
 
 metrics() {
 	python3 - "$MPORT" <<'EOF'
