@@ -401,6 +401,25 @@ static void conf_lun_block_size(struct conf_ctx *x, const config_setting_t *s, c
 	l->block_size = (unsigned)v;
 }
 
+static void conf_lun_zero_detect(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				 void *obj)
+{
+	static const char *const names[] = { [CONF_ZD_OFF] = "off", [CONF_ZD_ON] = "on",
+					     [CONF_ZD_UNMAP] = "unmap" };
+	struct conf_lun *l = obj;
+	const char *v;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	for (unsigned i = 0; i < ARRAY_SIZE(names); i++) {
+		if (!strcmp(v, names[i])) {
+			l->zero_detect = i;
+			return;
+		}
+	}
+	conf_err(x, s, key, "must be \"off\", \"on\" or \"unmap\", not \"%s\"", v);
+}
+
 static const struct conf_field conf_lun_fields[] = {
 	{ "lun", CONF_K_UINT, offsetof(struct conf_lun, lun), 0, 255, NULL },
 	{ "backstore", CONF_K_FUNC, 0, 0, 0, conf_lun_backstore },
@@ -412,6 +431,7 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "removable", CONF_K_BOOL, offsetof(struct conf_lun, removable), 0, 0, NULL },
 	{ "sanitize", CONF_K_BOOL, offsetof(struct conf_lun, sanitize), 0, 0, NULL },
 	{ "direct", CONF_K_BOOL, offsetof(struct conf_lun, direct), 0, 0, NULL },
+	{ "zero_detect", CONF_K_FUNC, 0, 0, 0, conf_lun_zero_detect },
 	{ "serial", CONF_K_ASCII, offsetof(struct conf_lun, serial), 0, 32, NULL },
 	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
 	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
@@ -520,6 +540,11 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 	if (!bs_s) {
 		conf_key(key, prefix, "backstore");
 		conf_err(x, g, key, "missing (\"file\", \"block\" or \"memory\")");
+	}
+	if (l->zero_detect != CONF_ZD_OFF && (!l->thin || l->read_only)) {
+		conf_key(key, prefix, "zero_detect");
+		conf_err(x, config_setting_get_member(g, "zero_detect"), key,
+			 "needs a thin, writable LUN (thin = true, read_only = false)");
 	}
 	if (!l->backstore)
 		return;   /* nothing more can be said */

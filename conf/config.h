@@ -19,6 +19,9 @@ struct conf_chap {
 	char *mutual_user, *mutual_secret;/* we authenticate to the initiator */
 };
 
+/* conf_lun.zero_detect: "off", "on" (zero in place), "unmap" (deallocate) */
+enum { CONF_ZD_OFF = 0, CONF_ZD_ON, CONF_ZD_UNMAP };
+
 struct conf_lun {
 	unsigned lun;
 	char *backstore;        /* "file", "block", "memory" */
@@ -30,6 +33,7 @@ struct conf_lun {
 	bool removable;
 	bool sanitize;          /* allow SANITIZE */
 	bool direct;            /* O_DIRECT */
+	unsigned zero_detect;   /* CONF_ZD_*: what a WRITE of zeroes does (thin) */
 	char *serial, *vendor, *product;  /* NULL = derived */
 	int line;
 };

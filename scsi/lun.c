@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include "scsi/scsi_int.h"
 #include "scsi/pr.h"
+#include "scsi/space.h"
 #include "scsi/vaai.h"
 #include "scsi/stats.h"
 #include "scsi/histo.h"
@@ -113,6 +114,7 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	lun->removable = p->removable;
 	lun->thin = p->thin;
 	lun->sanitize_ok = p->sanitize;
+	lun->zero_detect = space_zero_detect_effective(lun, p->zero_detect);
 	lun->max_xfer_blocks = SCSI_MAX_XFER_BYTES >> lun->block_shift;
 
 	if (p->serial && p->serial[0]) {

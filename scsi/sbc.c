@@ -18,6 +18,7 @@
 #include "config.h"
 #include <stdlib.h>
 #include "scsi/scsi_int.h"
+#include "scsi/space.h"
 #include "scsi/stats.h"
 #include "scsi/vaai.h"
 
@@ -202,6 +203,10 @@ static enum sense_reason sbc_exec_read(struct scsi_cmd *cmd)
 
 static enum sense_reason sbc_write_locked(struct scsi_cmd *cmd)
 {
+	/* zero detection (scsi/space.c): one branch when the LUN has none */
+	if (cmd->lun->zero_detect &&
+	    space_zero_write(cmd, cmd->lba << cmd->lun->block_shift, cmd->xfer_len, cmd->buf))
+		return SR_PENDING;
 	sbc_submit(cmd, BS_OP_WRITE, cmd->lba, cmd->nblocks, cmd->buf,
 		   scsi_write_flags(cmd), sbc_write_done);
 	return SR_PENDING;

@@ -189,6 +189,14 @@ struct scsi_mode_state {
 	uint16_t ie_report_count;
 };
 
+/* Zero detection (scsi/space.c): what a WRITE of nothing but zeroes does
+ * on a thin LUN. */
+enum scsi_zero_detect {
+	SCSI_ZD_OFF = 0,             /* written like any other data */
+	SCSI_ZD_ON,                  /* zeroed in place (WRITE ZEROES: ZERO_RANGE) */
+	SCSI_ZD_UNMAP,               /* deallocated (DISCARD: punch holes) */
+};
+
 struct scsi_lun_params {
 	uint16_t id;
 	uint32_t block_size;         /* 512 or 4096 */
@@ -197,6 +205,7 @@ struct scsi_lun_params {
 	bool removable;
 	bool thin;
 	bool sanitize;               /* SANITIZE allowed */
+	enum scsi_zero_detect zero_detect; /* asked for; see scsi_lun.zero_detect */
 	const char *serial;          /* NULL: derived from target + LUN */
 	const char *vendor;          /* NULL: "TARGETD" */
 	const char *product;         /* NULL: "VIRTUAL-DISK" */
@@ -213,6 +222,9 @@ struct scsi_lun {
 	bool removable;
 	bool thin;
 	bool sanitize_ok;
+	/* In effect: SCSI_ZD_OFF unless asked for on a thin LUN whose
+	 * backstore deallocates and reads zeroes back (scsi_lun_create()). */
+	enum scsi_zero_detect zero_detect;
 	char serial[64];
 	char vendor[9];
 	char product[17];

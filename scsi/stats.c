@@ -477,6 +477,16 @@ void scsi_stats_xcopy_reflink(struct scsi_cmd *cmd, uint64_t blocks)
 		cnt_add(&w, CNT(xcopy_reflink_blocks), blocks);
 }
 
+void scsi_stats_zero_detect(struct scsi_cmd *cmd, uint64_t bytes)
+{
+	struct stats_w w;
+
+	if (!stats_writer(cmd->lun, &w))
+		return;
+	cnt_add(&w, CNT(zero_detect_cmds), 1);
+	cnt_add(&w, CNT(zero_detect_bytes), bytes);
+}
+
 void scsi_stats_tmf(struct scsi_lun *lun, uint8_t function, uint8_t response)
 {
 	struct stats_w w;

@@ -103,6 +103,9 @@ struct scsi_stats_counters {
 	uint64_t tmf[16];                   /* task management by function code */
 	uint64_t aborts;                    /* commands ended by an abort */
 	uint64_t ua;                        /* unit attentions delivered */
+	/* zero detection (scsi/space.c): writes of zeroes turned into
+	 * deallocation (zero_detect = "unmap") or zeroing in place ("on") */
+	uint64_t zero_detect_cmds, zero_detect_bytes;
 };
 
 /* Process-wide counters (not tied to a LUN). */
@@ -140,6 +143,9 @@ bool scsi_stats_lun_busy(struct scsi_lun *lun);
  * called several times for one command; the command is counted once).
  * Takes the XCOPY counters over for cmd. */
 void scsi_stats_xcopy(struct scsi_cmd *cmd, unsigned segments, uint64_t bytes);
+/* Bytes of zeroes zero detection did not write (deallocated or zeroed in
+ * place), once per command. */
+void scsi_stats_zero_detect(struct scsi_cmd *cmd, uint64_t bytes);
 /* Blocks an EXTENDED COPY shared (reflink) instead of copying. */
 void scsi_stats_xcopy_reflink(struct scsi_cmd *cmd, uint64_t blocks);
 

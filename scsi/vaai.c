@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include "scsi/vaai.h"
 #include "scsi/pr.h"
+#include "scsi/stats.h"
 #include "backstore/io_engine.h"
 
 bool vaai_lbp(const struct scsi_lun *lun)
@@ -191,6 +192,8 @@ static void ws_zero_done(struct bs_io *io)
 		scsi_cmd_done(cmd, scsi_bs_error(io->result, true));
 		return;
 	}
+	if (io->op == BS_OP_DISCARD && !cmd->ws.unmap)
+		scsi_stats_zero_detect(cmd, io->len);   /* zero detection */
 	r = scsi_cmd_durable(cmd);
 	if (r != SR_PENDING)
 		scsi_cmd_done(cmd, r);
@@ -244,8 +247,12 @@ static enum sense_reason ws_locked(struct scsi_cmd *cmd)
 		return SR_PENDING;
 	}
 	if (ndob || vaai_all_zero(cmd->buf, lun->block_size)) {
-		/* zeroes: one request, the blocks stay allocated */
-		vaai_submit(cmd, BS_OP_WRITE_ZEROES, off, len, NULL, 0, ws_zero_done);
+		/* zeroes: one request, the blocks stay allocated, unless zero
+		 * detection deallocates them (scsi/space.c: eager zeroing
+		 * gives the space back) */
+		vaai_submit(cmd, lun->zero_detect == SCSI_ZD_UNMAP ? BS_OP_DISCARD
+								  : BS_OP_WRITE_ZEROES,
+			    off, len, NULL, 0, ws_zero_done);
 		return SR_PENDING;
 	}
 	/* a pattern: vectored writes of the one block */

@@ -213,6 +213,10 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 	jadd(y, "blocks", ju64(c->unmap_blocks));
 	jadd(x, "unmap", y);
 	jadd(o, "vaai", x);
+	x = json_object_new_object();
+	jadd(x, "commands", ju64(c->zero_detect_cmds));
+	jadd(x, "bytes", ju64(c->zero_detect_bytes));
+	jadd(o, "zero_detect", x);
 
 	x = json_object_new_object();
 	jadd(x, "reserve", ju64(c->reserve));
@@ -379,6 +383,9 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	jadd(o, "size_bytes", ju64(scsi_lun_nblocks(lun) << lun->block_shift));
 	jadd(o, "read_only", json_object_new_boolean(lun->read_only));
 	jadd(o, "thin", json_object_new_boolean(lun->thin));
+	jadd(o, "zero_detect", json_object_new_string(lun->zero_detect == SCSI_ZD_UNMAP ? "unmap"
+						      : lun->zero_detect == SCSI_ZD_ON ? "on"
+						      : "off"));
 	jadd(o, "serial", json_object_new_string(lun->serial));
 	jadd(o, "naa", json_object_new_string(naa));
 	return o;

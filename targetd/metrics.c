@@ -223,6 +223,10 @@ static void render(FILE *f)
 	SIMPLE("targetd_write_same_blocks_total", ws_blocks, "Blocks written by WRITE SAME.");
 	SIMPLE("targetd_unmap_commands_total", unmap_cmds, "UNMAP commands that succeeded.");
 	SIMPLE("targetd_unmap_blocks_total", unmap_blocks, "Blocks deallocated by UNMAP.");
+	SIMPLE("targetd_zero_detect_commands_total", zero_detect_cmds,
+	       "Writes of zeroes that zero detection deallocated or zeroed in place.");
+	SIMPLE("targetd_zero_detect_bytes_total", zero_detect_bytes,
+	       "Bytes of zeroes zero detection did not write.");
 	SIMPLE("targetd_reserve_total", reserve, "SPC-2 RESERVE commands that succeeded.");
 	SIMPLE("targetd_release_total", release, "SPC-2 RELEASE commands that succeeded.");
 	SIMPLE("targetd_aborts_total", aborts, "Commands ended by task management.");

@@ -114,6 +114,8 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		.removable = cl->removable,
 		.thin = cl->thin,
 		.sanitize = cl->sanitize,
+		.zero_detect = cl->zero_detect == CONF_ZD_UNMAP ? SCSI_ZD_UNMAP
+			       : cl->zero_detect == CONF_ZD_ON ? SCSI_ZD_ON : SCSI_ZD_OFF,
 		.serial = cl->serial,
 		.vendor = cl->vendor,
 		.product = cl->product,
@@ -139,6 +141,10 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		backstore_close(bs);
 		return -1;
 	}
+	if (lp.zero_detect != SCSI_ZD_OFF && lun->zero_detect == SCSI_ZD_OFF)
+		log_warn("target %s LUN %u: zero_detect is off: the %s backstore %s cannot "
+			 "deallocate blocks that read back as zeroes", t->iqn, cl->lun,
+			 cl->backstore, cl->path ? cl->path : "");
 	/* APTPL persistent reservations: a damaged state file costs only
 	 * this LUN its registrations (and APTPL); the file is kept */
 	rc = pr_lun_load(lun, target_pr_dir, err, sizeof(err));

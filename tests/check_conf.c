@@ -405,6 +405,12 @@ static const struct bad_case bad_cases[] = {
 	  { "t.conf:4: targets[0].luns[0].path: not allowed for a memory backstore" } },
 	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; direct = true;"), 0,
 	  { "t.conf:4: targets[0].luns[0].direct: not applicable to a memory backstore" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; zero_detect = \"yes\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].zero_detect: must be \"off\", \"on\" or \"unmap\", not \"yes\"" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; zero_detect = true;"), 0,
+	  { "t.conf:4: targets[0].luns[0].zero_detect: must be a string" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; thin = false; zero_detect = \"unmap\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].zero_detect: needs a thin, writable LUN" } },
 	{ LUN("lun = 0; backstore = \"block\"; path = \"/dev/sdz\"; size = \"1G\";"), NOPATH,
 	  { "t.conf:4: targets[0].luns[0].size: not allowed for a block backstore" } },
 	{ LUN("lun = 0; backstore = \"block\";"), 0,
@@ -861,6 +867,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(l->block_size, 512);
 	ck_assert(l->thin);
 	ck_assert(!l->read_only && !l->removable && !l->sanitize && !l->direct);
+	ck_assert_uint_eq(l->zero_detect, CONF_ZD_OFF);
 	ck_assert_ptr_null(l->serial);
 	ck_assert_ptr_null(l->vendor);
 	ck_assert_ptr_null(l->product);
@@ -899,7 +906,8 @@ START_TEST(test_every_key)
 		  "               thin = false; read_only = true; removable = true; sanitize = true;\n"
 		  "               serial = \"S 0001 ~!\"; vendor = \"ACME\"; product = \"0123456789abcdef\"; } ); },\n"
 		  "  { iqn = \"naa.60014055f1c2b3a4d5e6f708192a3b4c\"; initiators = ( \"naa.0123456789abcdef\" );\n"
-		  "    luns = ( { lun = 1; backstore = \"memory\"; size = 1048576; direct = false; } ); }\n"
+		  "    luns = ( { lun = 1; backstore = \"memory\"; size = 1048576; direct = false;\n"
+		  "               zero_detect = \"unmap\"; } ); }\n"
 		  ");\n", 0);
 	ck_assert_uint_eq(c.n_listen, 3);
 	ck_assert_str_eq(c.listen[0].host, "0.0.0.0");
@@ -946,6 +954,7 @@ START_TEST(test_every_key)
 	ck_assert_uint_eq(t->n_initiators, 1);
 	ck_assert_str_eq(t->initiators[0], "naa.0123456789abcdef");
 	ck_assert_uint_eq(t->luns[0].size, 1048576);
+	ck_assert_uint_eq(t->luns[0].zero_detect, CONF_ZD_UNMAP);
 	conf_free(&c);
 }
 END_TEST

@@ -24,5 +24,6 @@ Suite *iscsi_tmf_suite(void);
 Suite *limits_suite(void);
 Suite *atomic_suite(void);
 Suite *histo_suite(void);
+Suite *space_suite(void);
 
 #endif

@@ -1,0 +1,30 @@
+/*
+ * Space on a thin LUN (scsi/space.c): zero detection. Internal to scsi/.
+ */
+#ifndef SCSI_SPACE_H
+#define SCSI_SPACE_H
+
+#include "scsi/scsi_int.h"
+
+/* The zero detection a LUN gets when it asks for want: want on a thin LUN
+ * (thin = true) whose backstore is thin and reads zeroes back after a
+ * DISCARD, SCSI_ZD_OFF anywhere else (and on a read-only LUN). */
+enum scsi_zero_detect space_zero_detect_effective(const struct scsi_lun *lun,
+						  enum scsi_zero_detect want);
+
+/* Is every byte of buf[0, len) zero? Stops at the first word that is not. */
+bool space_all_zero(const void *buf, size_t len);
+
+/*
+ * Zero detection for a WRITE of len bytes at offset (bytes) from buf, under
+ * the command's LBA range lock, on a LUN with zero detection in effect
+ * (the caller tests lun->zero_detect, so a LUN without it pays one branch).
+ * When buf holds only zeroes, the range is deallocated (SCSI_ZD_UNMAP) or
+ * zeroed in place (SCSI_ZD_ON) instead, flushed when the write would have
+ * been FUA (the command's FUA bit or WCE=0), counted in the statistics,
+ * and the command completes with that: returns true (PENDING). Returns
+ * false, having done nothing, when buf holds data: write it.
+ */
+bool space_zero_write(struct scsi_cmd *cmd, uint64_t offset, uint64_t len, const void *buf);
+
+#endif
