@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <errno.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -72,6 +74,15 @@ struct bs_params {
 	bool create;              /* file: create if missing (needs size) */
 };
 
+/* What a backstore holds on its medium (backstore_space()). */
+struct bs_space {
+	uint64_t allocated;       /* bytes allocated to it (a file's st_blocks, a
+	                           * memory LUN's pages, a device's whole size) */
+	uint64_t pool_size;       /* the file system (or device) it lives on, */
+	uint64_t pool_free;       /* and what of it is free for it (0 if unknown);
+	                           * filled only when asked for (pool = true) */
+};
+
 struct backstore_ops {
 	const char *name;
 	int (*open)(struct backstore *bs, const struct bs_params *p, char *err, size_t errlen);
@@ -83,6 +94,8 @@ struct backstore_ops {
 			  bool *mapped, uint64_t *run_len);
 	/* Change the size (thin file grow/shrink); optional. */
 	int (*resize)(struct backstore *bs, uint64_t new_size);
+	/* Space held and space left; optional (see backstore_space()). */
+	int (*space)(struct backstore *bs, struct bs_space *out, bool pool);
 	/* Zero-copy reads; optional (see backstore_zc_ptr()). */
 	const uint8_t *(*zc_ptr)(struct backstore *bs, uint64_t offset, uint64_t len);
 };
@@ -186,6 +199,17 @@ static inline bool backstore_atomic_fits(const struct backstore *bs, uint64_t of
 		return true;
 	return bs->atomic_min && len >= bs->atomic_min && len <= bs->atomic_max &&
 	       !(len & (len - 1)) && !(offset & (len - 1));
+}
+
+/* Space the backstore holds (and, with pool, the size and free space of
+ * the file system or device under it): 0, or -ENOTSUP where it cannot
+ * tell. Synchronous and cheap (fstat, fstatvfs). */
+static inline int backstore_space(struct backstore *bs, struct bs_space *out, bool pool)
+{
+	memset(out, 0, sizeof(*out));
+	if (!bs->ops->space)
+		return -ENOTSUP;
+	return bs->ops->space(bs, out, pool);
 }
 
 /* Request contract (every backstore):

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <linux/falloc.h>
 #include "backstore/bs_impl.h"
@@ -310,6 +311,25 @@ static int bs_file_resize(struct backstore *bs, uint64_t new_size)
 	return 0;
 }
 
+/* backstore_space(): st_blocks, and the file system's size and the space
+ * an unprivileged writer may still take (f_bavail). */
+static int bs_file_space(struct backstore *bs, struct bs_space *out, bool pool)
+{
+	struct statvfs vfs;
+	struct stat st;
+
+	if (fstat(bs->fd, &st) < 0)
+		return -errno;
+	out->allocated = (uint64_t)st.st_blocks * 512;
+	if (!pool)
+		return 0;
+	if (fstatvfs(bs->fd, &vfs) < 0)
+		return -errno;
+	out->pool_size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+	out->pool_free = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	return 0;
+}
+
 const struct backstore_ops bs_file_ops = {
 	.name = "file",
 	.open = bs_file_open,
@@ -317,5 +337,6 @@ const struct backstore_ops bs_file_ops = {
 	.submit = bs_file_submit,
 	.lba_status = bs_file_lba_status,
 	.resize = bs_file_resize,
+	.space = bs_file_space,
 	.zc_ptr = bs_file_zc_ptr,
 };

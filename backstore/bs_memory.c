@@ -262,6 +262,29 @@ static int bs_memory_lba_status(struct backstore *bs, uint64_t offset, uint64_t 
 	return 0;
 }
 
+/* backstore_space(): the pages written and not given back; the pool is
+ * the LUN itself. */
+static int bs_memory_space(struct backstore *bs, struct bs_space *out, bool pool)
+{
+	struct bs_mem *m = bs->priv;
+	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
+	uint64_t pages = 0;
+
+	if (!bs->thin) {
+		out->allocated = size;
+	} else {
+		for (size_t w = 0; w < m->nwords; w++)
+			pages += (uint64_t)__builtin_popcountll(
+				atomic_load_explicit(&m->map[w], memory_order_relaxed));
+		out->allocated = MIN(pages << MEM_PAGE_SHIFT, size);
+	}
+	if (pool) {
+		out->pool_size = size;
+		out->pool_free = size - out->allocated;
+	}
+	return 0;
+}
+
 const struct backstore_ops bs_memory_ops = {
 	.name = "memory",
 	.open = bs_memory_open,
@@ -269,5 +292,6 @@ const struct backstore_ops bs_memory_ops = {
 	.submit = bs_memory_submit,
 	.lba_status = bs_memory_lba_status,
 	.resize = NULL,
+	.space = bs_memory_space,
 	.zc_ptr = bs_memory_zc_ptr,
 };

@@ -420,6 +420,43 @@ static void conf_lun_zero_detect(struct conf_ctx *x, const config_setting_t *s, 
 	conf_err(x, s, key, "must be \"off\", \"on\" or \"unmap\", not \"%s\"", v);
 }
 
+/* An amount of space for a LUN: a size (bytes, "64M") or "N%" of the LUN. */
+static bool conf_get_space(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			   struct conf_space *out)
+{
+	const char *str = config_setting_type(s) == CONFIG_TYPE_STRING ?
+			  config_setting_get_string(s) : NULL;
+	size_t n = str ? strlen(str) : 0;
+
+	if (n > 1 && str[n - 1] == '%') {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(str, &end, 10);
+		if (end != str + n - 1 || errno || v < 1 || v > 100 || str[0] == '-' ||
+		    str[0] == '+' || str[0] == ' ') {
+			conf_err(x, s, key, "\"%s\" is not a percentage of the LUN (1%% to 100%%)", str);
+			return false;
+		}
+		out->pct = (unsigned)v;
+		out->bytes = 0;
+		return true;
+	}
+	if (!conf_get_bytes(x, s, key, 1, INT64_MAX, &out->bytes))
+		return false;
+	out->pct = 0;
+	return true;
+}
+
+static void conf_lun_hard_limit(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				void *obj)
+{
+	struct conf_lun *l = obj;
+
+	conf_get_space(x, s, key, &l->hard_limit);
+}
+
 static const struct conf_field conf_lun_fields[] = {
 	{ "lun", CONF_K_UINT, offsetof(struct conf_lun, lun), 0, 255, NULL },
 	{ "backstore", CONF_K_FUNC, 0, 0, 0, conf_lun_backstore },
@@ -432,6 +469,7 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "sanitize", CONF_K_BOOL, offsetof(struct conf_lun, sanitize), 0, 0, NULL },
 	{ "direct", CONF_K_BOOL, offsetof(struct conf_lun, direct), 0, 0, NULL },
 	{ "zero_detect", CONF_K_FUNC, 0, 0, 0, conf_lun_zero_detect },
+	{ "hard_limit", CONF_K_FUNC, 0, 0, 0, conf_lun_hard_limit },
 	{ "serial", CONF_K_ASCII, offsetof(struct conf_lun, serial), 0, 32, NULL },
 	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
 	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
@@ -545,6 +583,11 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 		conf_key(key, prefix, "zero_detect");
 		conf_err(x, config_setting_get_member(g, "zero_detect"), key,
 			 "needs a thin, writable LUN (thin = true, read_only = false)");
+	}
+	if ((l->hard_limit.bytes || l->hard_limit.pct) && !l->thin) {
+		conf_key(key, prefix, "hard_limit");
+		conf_err(x, config_setting_get_member(g, "hard_limit"), key,
+			 "needs thin = true (a thick LUN holds all its space from the start)");
 	}
 	if (!l->backstore)
 		return;   /* nothing more can be said */

@@ -19,6 +19,17 @@ struct conf_chap {
 	char *mutual_user, *mutual_secret;/* we authenticate to the initiator */
 };
 
+/* An amount of space: bytes, or a percentage of the LUN's size (pct > 0). */
+struct conf_space {
+	uint64_t bytes;
+	unsigned pct;           /* 1..100; 0: bytes applies */
+};
+/* The bytes of a conf_space for a LUN of lun_size bytes (0: not set). */
+static inline uint64_t conf_space_bytes(const struct conf_space *s, uint64_t lun_size)
+{
+	return s->pct ? lun_size / 100 * s->pct + lun_size % 100 * s->pct / 100 : s->bytes;
+}
+
 /* conf_lun.zero_detect: "off", "on" (zero in place), "unmap" (deallocate) */
 enum { CONF_ZD_OFF = 0, CONF_ZD_ON, CONF_ZD_UNMAP };
 
@@ -34,6 +45,7 @@ struct conf_lun {
 	bool sanitize;          /* allow SANITIZE */
 	bool direct;            /* O_DIRECT */
 	unsigned zero_detect;   /* CONF_ZD_*: what a WRITE of zeroes does (thin) */
+	struct conf_space hard_limit;  /* space the LUN may hold (thin); 0 = none */
 	char *serial, *vendor, *product;  /* NULL = derived */
 	int line;
 };

@@ -115,6 +115,7 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	lun->thin = p->thin;
 	lun->sanitize_ok = p->sanitize;
 	lun->zero_detect = space_zero_detect_effective(lun, p->zero_detect);
+	lun->hard_limit = lun->thin ? p->hard_limit : 0;
 	lun->max_xfer_blocks = SCSI_MAX_XFER_BYTES >> lun->block_shift;
 
 	if (p->serial && p->serial[0]) {

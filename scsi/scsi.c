@@ -33,6 +33,7 @@
 #include "scsi/pr.h"
 #include "scsi/stats.h"
 #include "scsi/histo.h"
+#include "scsi/space.h"
 
 void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
 {
@@ -373,6 +374,11 @@ void scsi_submit(struct scsi_cmd *cmd, const struct scsi_io *rq)
 	io->done = rq->done;
 	io->priv = cmd;
 	/* before backstore submission: the request is complete here */
+	if (lun->hard_limit && space_limit_refuses(lun, io)) {
+		io->result = -ENOSPC;     /* SPACE ALLOCATION FAILED WRITE PROTECT */
+		io_engine_complete(cmd->eng, io);
+		return;
+	}
 	backstore_submit(cmd->eng, io);
 }
 

@@ -206,6 +206,7 @@ struct scsi_lun_params {
 	bool thin;
 	bool sanitize;               /* SANITIZE allowed */
 	enum scsi_zero_detect zero_detect; /* asked for; see scsi_lun.zero_detect */
+	uint64_t hard_limit;         /* bytes the backstore may hold (0: no limit) */
 	const char *serial;          /* NULL: derived from target + LUN */
 	const char *vendor;          /* NULL: "TARGETD" */
 	const char *product;         /* NULL: "VIRTUAL-DISK" */
@@ -225,6 +226,10 @@ struct scsi_lun {
 	/* In effect: SCSI_ZD_OFF unless asked for on a thin LUN whose
 	 * backstore deallocates and reads zeroes back (scsi_lun_create()). */
 	enum scsi_zero_detect zero_detect;
+	/* Space the backstore may hold, bytes (0: as much as the file system
+	 * gives): a request that would allocate past it fails with SPACE
+	 * ALLOCATION FAILED WRITE PROTECT (scsi/space.c). */
+	uint64_t hard_limit;
 	char serial[64];
 	char vendor[9];
 	char product[17];

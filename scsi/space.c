@@ -92,3 +92,32 @@ bool space_zero_write(struct scsi_cmd *cmd, uint64_t offset, uint64_t len, const
 	});
 	return true;
 }
+
+/* Is every byte of [offset, offset + len) allocated? */
+static bool space_range_mapped(struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	while (len) {
+		uint64_t run = 0;
+		bool mapped = false;
+
+		if (backstore_lba_status(bs, offset, len, &mapped, &run) < 0 || !mapped || !run)
+			return false;
+		run = MIN(run, len);
+		offset += run;
+		len -= run;
+	}
+	return true;
+}
+
+bool space_limit_refuses(struct scsi_lun *lun, const struct bs_io *io)
+{
+	struct bs_space sp;
+
+	if (io->op != BS_OP_WRITE && io->op != BS_OP_WRITE_ZEROES && io->op != BS_OP_COPY)
+		return false;
+	if (backstore_space(io->bs, &sp, false) < 0)
+		return false;
+	if (sp.allocated + io->len <= lun->hard_limit)
+		return false;
+	return !space_range_mapped(io->bs, io->offset, io->len);
+}

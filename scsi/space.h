@@ -27,4 +27,15 @@ bool space_all_zero(const void *buf, size_t len);
  */
 bool space_zero_write(struct scsi_cmd *cmd, uint64_t offset, uint64_t len, const void *buf);
 
+/*
+ * The LUN's hard limit (lun->hard_limit, tested by the caller, scsi_submit()):
+ * would io take the backstore past it? Only requests that allocate (WRITE,
+ * WRITE ZEROES, COPY) are judged; one that would is still allowed when
+ * every byte of its range is allocated already (an overwrite takes no new
+ * space). Costs an fstat per request on a LUN with a limit (and the
+ * allocation map of the range when near it). A backstore that cannot tell
+ * its allocation is never refused.
+ */
+bool space_limit_refuses(struct scsi_lun *lun, const struct bs_io *io);
+
 #endif

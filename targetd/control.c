@@ -370,6 +370,7 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 {
 	struct json_object *o = json_object_new_object();
 	const struct backstore *bs = lun->bs;
+	struct bs_space sp;
 	char naa[40];
 
 	snprintf(naa, sizeof(naa), "%016llx%016llx", (unsigned long long)lun->naa,
@@ -383,6 +384,13 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	jadd(o, "size_bytes", ju64(scsi_lun_nblocks(lun) << lun->block_shift));
 	jadd(o, "read_only", json_object_new_boolean(lun->read_only));
 	jadd(o, "thin", json_object_new_boolean(lun->thin));
+	jadd(o, "hard_limit_bytes", ju64(lun->hard_limit));
+	if (bs && backstore_space((struct backstore *)bs, &sp, true) == 0) {
+		/* what the LUN holds, and the pool (file system) under it */
+		jadd(o, "allocated_bytes", ju64(sp.allocated));
+		jadd(o, "pool_size_bytes", ju64(sp.pool_size));
+		jadd(o, "pool_free_bytes", ju64(sp.pool_free));
+	}
 	jadd(o, "zero_detect", json_object_new_string(lun->zero_detect == SCSI_ZD_UNMAP ? "unmap"
 						      : lun->zero_detect == SCSI_ZD_ON ? "on"
 						      : "off"));

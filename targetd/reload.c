@@ -130,7 +130,8 @@ static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b
 	       (a->block_size ? a->block_size : 512) == (b->block_size ? b->block_size : 512) &&
 	       a->thin == b->thin && a->read_only == b->read_only && a->removable == b->removable &&
 	       a->sanitize == b->sanitize && a->direct == b->direct &&
-	       a->zero_detect == b->zero_detect && str_eq(a->serial, b->serial) &&
+	       a->zero_detect == b->zero_detect &&
+	       a->hard_limit.bytes == b->hard_limit.bytes && a->hard_limit.pct == b->hard_limit.pct && str_eq(a->serial, b->serial) &&
 	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product);
 }
 

@@ -136,6 +136,7 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		return -1;
 	}
 	lp.nblocks = bs->size / bp.block_size;
+	lp.hard_limit = conf_space_bytes(&cl->hard_limit, lp.nblocks * bp.block_size);
 	if (scsi_lun_create(&lun, &t->st, &lp, bs)) {
 		log_err("target %s LUN %u: cannot create the logical unit", t->iqn, cl->lun);
 		backstore_close(bs);

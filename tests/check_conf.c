@@ -411,6 +411,16 @@ static const struct bad_case bad_cases[] = {
 	  { "t.conf:4: targets[0].luns[0].zero_detect: must be a string" } },
 	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; thin = false; zero_detect = \"unmap\";"), 0,
 	  { "t.conf:4: targets[0].luns[0].zero_detect: needs a thin, writable LUN" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; hard_limit = \"101%\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].hard_limit: \"101%\" is not a percentage of the LUN (1% to 100%)" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; hard_limit = \"x%\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].hard_limit: \"x%\" is not a percentage" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; hard_limit = \"lots\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].hard_limit: \"lots\" is not a size" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; hard_limit = 0;"), 0,
+	  { "t.conf:4: targets[0].luns[0].hard_limit: 0 bytes is out of range" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; thin = false; hard_limit = \"90%\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].hard_limit: needs thin = true" } },
 	{ LUN("lun = 0; backstore = \"block\"; path = \"/dev/sdz\"; size = \"1G\";"), NOPATH,
 	  { "t.conf:4: targets[0].luns[0].size: not allowed for a block backstore" } },
 	{ LUN("lun = 0; backstore = \"block\";"), 0,
@@ -907,7 +917,7 @@ START_TEST(test_every_key)
 		  "               serial = \"S 0001 ~!\"; vendor = \"ACME\"; product = \"0123456789abcdef\"; } ); },\n"
 		  "  { iqn = \"naa.60014055f1c2b3a4d5e6f708192a3b4c\"; initiators = ( \"naa.0123456789abcdef\" );\n"
 		  "    luns = ( { lun = 1; backstore = \"memory\"; size = 1048576; direct = false;\n"
-		  "               zero_detect = \"unmap\"; } ); }\n"
+		  "               zero_detect = \"unmap\"; hard_limit = \"90%\"; } ); }\n"
 		  ");\n", 0);
 	ck_assert_uint_eq(c.n_listen, 3);
 	ck_assert_str_eq(c.listen[0].host, "0.0.0.0");
@@ -955,6 +965,8 @@ START_TEST(test_every_key)
 	ck_assert_str_eq(t->initiators[0], "naa.0123456789abcdef");
 	ck_assert_uint_eq(t->luns[0].size, 1048576);
 	ck_assert_uint_eq(t->luns[0].zero_detect, CONF_ZD_UNMAP);
+	ck_assert_uint_eq(t->luns[0].hard_limit.pct, 90);
+	ck_assert_uint_eq(conf_space_bytes(&t->luns[0].hard_limit, 1000), 900);
 	conf_free(&c);
 }
 END_TEST

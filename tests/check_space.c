@@ -467,10 +467,122 @@ START_TEST(zd_atomic_with_caw)
 }
 END_TEST
 
+/* ------------------------------------------------------------ out of space */
+
+/* ENOSPC from the backstore: SPACE ALLOCATION FAILED WRITE PROTECT for the
+ * write, reads go on, and the next write after space returns succeeds. */
+START_TEST(enospc_write_protect)
+{
+	static struct sh_fake f;
+	uint8_t data[512], cdb[16];
+	struct scsi_lun *l;
+	struct sh_run r;
+
+	memset(data, 0x5a, sizeof(data));
+	sh_fake_init(&f, (uint64_t)SP_BLOCKS * 512);
+	f.bs.thin = true;
+	f.bs.discard_zeroes = true;
+	l = lun_new(&f.bs, 4, true, SCSI_ZD_OFF);
+	for (int err = ENOSPC; err; err = err == ENOSPC ? EDQUOT : 0) {
+		cdb16(cdb, 0x8a, 0, 7, 1);
+		sh_run(&r, &nx, 4, cdb, 16, data, 512);
+		ck_assert(r.pending);
+		sh_fake_release(&f, -err, 0);
+		sh_wait(&r);
+		sh_expect_sense(&r.cmd, 0x7, 0x27, 0x07);
+		/* a WRITE SAME that needs space fails the same way */
+		cdb16(cdb, 0x93, 0, 7, 8);
+		sh_run(&r, &nx, 4, cdb, 16, data, 512);
+		ck_assert(r.pending);
+		sh_fake_release(&f, -err, 0);
+		sh_wait(&r);
+		sh_expect_sense(&r.cmd, 0x7, 0x27, 0x07);
+		/* reads keep working */
+		cdb16(cdb, 0x88, 0, 7, 1);
+		sh_run(&r, &nx, 4, cdb, 16, NULL, 0);
+		ck_assert(r.pending);
+		sh_fake_release(&f, 0, 0x11);
+		sh_wait(&r);
+		sh_expect_good(&r.cmd);
+		ck_assert_uint_eq(sh_buf[0], 0x11);
+	}
+	/* space is back: the same write succeeds, nothing stays protected */
+	cdb16(cdb, 0x8a, 0, 7, 1);
+	sh_run(&r, &nx, 4, cdb, 16, data, 512);
+	ck_assert(r.pending);
+	sh_fake_release(&f, 0, 0);
+	sh_wait(&r);
+	sh_expect_good(&r.cmd);
+	lun_free(l);
+}
+END_TEST
+
+static void unmap1(uint16_t lun, uint64_t lba, uint32_t n)
+{
+	uint8_t cdb[16] = { 0x42 }, list[24] = { 0 };
+	struct sh_run r;
+
+	put_be16(cdb + 7, sizeof(list));
+	put_be16(list, sizeof(list) - 2);
+	put_be16(list + 2, 16);
+	put_be64(list + 8, lba);
+	put_be32(list + 16, n);
+	sh_run(&r, &nx, lun, cdb, 10, list, sizeof(list));
+	sh_expect_good(&r.cmd);
+}
+
+/* A LUN's hard limit on a thin file LUN: a write that would allocate past
+ * it is refused (07/27/07) with nothing written, an overwrite of allocated
+ * blocks is not, reads go on, and the LUN takes writes again once UNMAP
+ * has given space back. */
+START_TEST(hard_limit_file)
+{
+	struct backstore *bs = file_bs();
+	struct scsi_lun_params lp = { .id = 5, .block_size = 512, .nblocks = SP_BLOCKS,
+				      .thin = true, .hard_limit = 640 * 1024 };
+	uint8_t *data = malloc(SP_CHUNK), *zero = calloc(1, SP_CHUNK), cdb[16];
+	struct scsi_lun *l;
+	struct sh_run r;
+
+	ck_assert_int_eq(scsi_lun_create(&l, &tgt, &lp, bs), 0);
+	scsi_target_set_lun(&tgt, 5, l);
+	scsi_ua_clear(&nx, 5);
+	memset(data, 0x77, SP_CHUNK);
+	/* 512 KiB: within the limit */
+	write16(5, 0, data, SP_CHUNK, false);
+	write16(5, 512, data, SP_CHUNK, false);
+	ck_assert_int_le(file_blocks() * 512, 640 * 1024);
+	/* 256 KiB more would pass it: refused, nothing allocated */
+	cdb16(cdb, 0x8a, 0, 2048, SP_CHUNK / 512);
+	sh_run(&r, &nx, 5, cdb, 16, data, SP_CHUNK);
+	sh_expect_sense(&r.cmd, 0x7, 0x27, 0x07);
+	ck_assert(file_all_hole(2048 * 512, SP_CHUNK));
+	/* WRITE SAME (zeroes in place allocate) too */
+	cdb16(cdb, 0x93, 0, 2048, SP_CHUNK / 512);
+	sh_run(&r, &nx, 5, cdb, 16, zero, 512);
+	sh_expect_sense(&r.cmd, 0x7, 0x27, 0x07);
+	/* an overwrite of allocated blocks takes no space: allowed */
+	memset(data, 0x78, SP_CHUNK);
+	write16(5, 0, data, SP_CHUNK, false);
+	/* reads keep working */
+	read_expect(5, 0, data, SP_CHUNK);
+	read_expect(5, 2048, zero, SP_CHUNK);
+	/* UNMAP gives 256 KiB back: the write goes through now */
+	unmap1(5, 0, SP_CHUNK / 512);
+	write16(5, 2048, data, SP_CHUNK, false);
+	read_expect(5, 2048, data, SP_CHUNK);
+	free(data);
+	free(zero);
+	lun_free(l);
+	backstore_close(bs);
+}
+END_TEST
+
 Suite *space_suite(void)
 {
 	Suite *s = suite_create("space");
 	TCase *zd = tcase_create("zero_detect");
+	TCase *oos = tcase_create("out_of_space");
 
 	tcase_add_checked_fixture(zd, setup, teardown);
 	tcase_add_test(zd, zd_where);
@@ -482,5 +594,11 @@ Suite *space_suite(void)
 	tcase_add_test(zd, zd_atomic_with_caw);
 	tcase_set_timeout(zd, 60);
 	suite_add_tcase(s, zd);
+
+	tcase_add_checked_fixture(oos, setup, teardown);
+	tcase_add_test(oos, enospc_write_protect);
+	tcase_add_test(oos, hard_limit_file);
+	tcase_set_timeout(oos, 60);
+	suite_add_tcase(s, oos);
 	return s;
 }
