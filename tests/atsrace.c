@@ -665,6 +665,67 @@ static int cmd_fill(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * fillfull URL LBA BLOCKS: write 1 MiB chunks of a pattern from LBA on
+ * until a WRITE fails; it must fail with DATA PROTECT, SPACE ALLOCATION
+ * FAILED WRITE PROTECT (07/27/07), before BLOCKS. Then the first chunk
+ * must still read back right. Prints the blocks written.
+ */
+static int cmd_fillfull(int argc, char **argv)
+{
+	struct ar_conn c;
+	uint64_t lba, n, done = 0;
+	uint8_t *buf, *rd;
+	uint32_t chunk;
+	struct scsi_task *t;
+
+	if (argc != 3)
+		ar_fail("usage: fillfull URL LBA BLOCKS");
+	ar_connect(&c, argv[0]);
+	lba = strtoull(argv[1], NULL, 0);
+	n = strtoull(argv[2], NULL, 0);
+	chunk = (1u << 20) / c.bs;
+	buf = malloc((size_t)chunk * c.bs);
+	rd = malloc((size_t)chunk * c.bs);
+	if (!buf || !rd)
+		ar_fail("out of memory");
+	for (;;) {
+		uint32_t k = (uint32_t)MIN((uint64_t)chunk, n - done);
+
+		if (done >= n)
+			ar_fail("wrote %" PRIu64 " blocks and never ran out of space", done);
+		fill_pattern(buf, (size_t)k * c.bs, lba + done + 1);
+		t = iscsi_write16_sync(c.ctx, c.lun, lba + done, buf, k * c.bs, (int)c.bs,
+				       0, 0, 0, 0, 0);
+		if (!t)
+			ar_fail("WRITE(16): %s", iscsi_get_error(c.ctx));
+		if (t->status != SCSI_STATUS_GOOD) {
+			if (t->status != SCSI_STATUS_CHECK_CONDITION ||
+			    t->sense.key != SCSI_SENSE_DATA_PROTECTION ||
+			    t->sense.ascq != 0x2707)
+				ar_fail("WRITE(16) LBA %" PRIu64 ": %s, want 07/27/07",
+					lba + done, iscsi_get_error(c.ctx));
+			scsi_free_scsi_task(t);
+			break;
+		}
+		scsi_free_scsi_task(t);
+		done += k;
+	}
+	if (done) {
+		uint32_t k = (uint32_t)MIN((uint64_t)chunk, done);
+
+		fill_pattern(buf, (size_t)k * c.bs, lba + 1);
+		ar_read(&c, lba, rd, k * c.bs);
+		if (memcmp(rd, buf, (size_t)k * c.bs))
+			ar_fail("LBA %" PRIu64 " does not read back what was written", lba);
+	}
+	printf("%" PRIu64 "\n", done);
+	free(buf);
+	free(rd);
+	ar_disconnect(&c);
+	return 0;
+}
+
 static int cmd_unmap(int argc, char **argv)
 {
 	struct ar_conn c;
@@ -1012,7 +1073,7 @@ static int cmd_writeperf(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: atsrace race|abort|xcopy|fill|unmap|wsunmap|lbastatus|copy|writeperf|bench ...\n");
+		fprintf(stderr, "usage: atsrace race|abort|xcopy|fill|fillfull|unmap|wsunmap|lbastatus|copy|writeperf|bench ...\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "race"))
@@ -1023,6 +1084,8 @@ int main(int argc, char **argv)
 		return cmd_xcopy(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "fill"))
 		return cmd_fill(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "fillfull"))
+		return cmd_fillfull(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "unmap"))
 		return cmd_unmap(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "wsunmap"))

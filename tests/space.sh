@@ -1,0 +1,113 @@
+#!/bin/bash
+# Out-of-space integration test: a thin file LUN on a small loop-mounted
+# ext4 file system, and one with a hard_limit on the test's own disk.
+#   - writing the LUN until the file system is full ends in CHECK
+#     CONDITION, DATA PROTECT, SPACE ALLOCATION FAILED WRITE PROTECT
+#     (07/27/07), and what was written before still reads back;
+#   - UNMAP gives the space back and writes succeed again, with no reset;
+#   - the same against hard_limit = "8M" (no mount needed).
+# The loop-mounted part is skipped, with the reason, where loop devices or
+# mounting are not permitted; the hard-limit part always runs.
+#
+# To run by hand from a build tree:  make check TESTS=tests/space.sh
+set -u
+. "$(dirname "$0")/lib.sh"
+
+: "${ATSRACE:=$(dirname "$ITEST")/atsrace}"
+
+td_init space
+td_need_cmd stat mkfs.ext4
+[ -x "$ATSRACE" ] || { td_log "ERROR: $ATSRACE not built"; exit 99; }
+
+T=$TD_TMP
+MNT=$T/mnt
+MOUNTED=0
+space_cleanup() {
+	[ -n "$TD_DAEMON_PID" ] && stop_daemon >/dev/null 2>&1
+	if [ "$MOUNTED" = 1 ] && mountpoint -q "$MNT" 2>/dev/null; then
+		umount "$MNT" 2>/dev/null
+	fi
+	td_cleanup
+}
+trap space_cleanup EXIT
+
+# mount_small_fs: a 48 MiB ext4 on $MNT; the reason in WHY if not allowed.
+WHY=
+mount_small_fs() {
+	local out
+	truncate -s 48M "$T/fs.img" || { WHY="cannot create $T/fs.img"; return 1; }
+	if ! out=$(mkfs.ext4 -q -F -O ^has_journal "$T/fs.img" 2>&1); then
+		WHY="mkfs.ext4 failed: ${out//$'\n'/ }"
+		return 1
+	fi
+	if declare -F td_loop_mount >/dev/null; then
+		td_loop_mount "$T/fs.img" "$MNT" || { WHY=$TD_WHY; return 1; }
+	else
+		mkdir -p "$MNT"
+		if [ ! -e /dev/loop-control ] && ! compgen -G '/dev/loop[0-9]*' >/dev/null; then
+			WHY="no loop devices here (no /dev/loop-control, no /dev/loopN)"
+			return 1
+		fi
+		if ! out=$(mount -o loop "$T/fs.img" "$MNT" 2>&1); then
+			WHY="cannot mount a loop device (uid $(id -u)): ${out//$'\n'/ }"
+			return 1
+		fi
+	fi
+	MOUNTED=1
+}
+
+LOOP=1
+mount_small_fs || { td_log "the loop-mounted part is skipped: $WHY"; LOOP=0; }
+
+PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
+P=127.0.0.1:$PORT
+IQN=iqn.2026-11.org.targetd.test:space
+mkdir -p "$T/state"
+{
+	cat <<EOC
+listen = [ "$P" ];
+threads = 2;
+state_dir = "$T/state";
+targets = ( { iqn = "$IQN"; luns = (
+  { lun = 1; backstore = "file"; path = "$T/limit.img"; size = "64M"; hard_limit = "8M"; }
+EOC
+	[ "$LOOP" = 1 ] &&
+		echo "  , { lun = 0; backstore = \"file\"; path = \"$MNT/lun.img\"; size = \"256M\"; }"
+	echo "); } );"
+} | write_conf "$T/targetd.conf"
+start_daemon "$PORT" -c "$T/targetd.conf" || exit 99
+URL=iscsi://$P/$IQN
+
+FAILS=0
+fail() { td_log "FAIL: $*"; FAILS=$((FAILS + 1)); }
+
+# full_then_back LUN FILE BLOCKS LIMIT_BYTES: fill until 07/27/07, UNMAP,
+# write again.
+full_then_back() {
+	local lun=$1 file=$2 blocks=$3 limit=$4 done alloc
+	if ! done=$("$ATSRACE" fillfull "$URL/$lun" 0 "$blocks"); then
+		fail "LUN $lun: no SPACE ALLOCATION FAILED WRITE PROTECT before $blocks blocks"
+		return
+	fi
+	alloc=$(( $(stat -c %b "$file") * 512 ))
+	td_log "LUN $lun: 07/27/07 after $((done * 512 / 1048576)) MiB written; the file holds $((alloc / 1048576)) MiB"
+	[ "$alloc" -le "$limit" ] || fail "LUN $lun: the file holds $alloc bytes, more than $limit"
+	[ "$done" -gt 0 ] || fail "LUN $lun: nothing could be written"
+	"$ATSRACE" unmap "$URL/$lun" 0 "$done" || { fail "LUN $lun: UNMAP"; return; }
+	# space is back: writes succeed again without any reset
+	if "$ATSRACE" fill "$URL/$lun" 0 2048; then
+		td_log "LUN $lun: writes succeed again after UNMAP"
+	else
+		fail "LUN $lun: still refusing writes after UNMAP gave space back"
+	fi
+}
+
+full_then_back 1 "$T/limit.img" 131072 $((8 * 1048576))
+if [ "$LOOP" = 1 ]; then
+	full_then_back 0 "$MNT/lun.img" 524288 $((48 * 1048576))
+fi
+stop_daemon || fail "daemon did not stop cleanly"
+[ "$FAILS" = 0 ] || exit 1
+[ "$LOOP" = 1 ] || td_skip_all "the hard-limit part passed; the file-system-full part needs a loop mount: $WHY"
+td_log "PASS"
+exit 0
