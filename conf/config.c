@@ -457,6 +457,14 @@ static void conf_lun_hard_limit(struct conf_ctx *x, const config_setting_t *s, c
 	conf_get_space(x, s, key, &l->hard_limit);
 }
 
+static void conf_lun_soft_threshold(struct conf_ctx *x, const config_setting_t *s,
+				    const char *key, void *obj)
+{
+	struct conf_lun *l = obj;
+
+	conf_get_space(x, s, key, &l->soft_threshold);
+}
+
 static const struct conf_field conf_lun_fields[] = {
 	{ "lun", CONF_K_UINT, offsetof(struct conf_lun, lun), 0, 255, NULL },
 	{ "backstore", CONF_K_FUNC, 0, 0, 0, conf_lun_backstore },
@@ -470,6 +478,7 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "direct", CONF_K_BOOL, offsetof(struct conf_lun, direct), 0, 0, NULL },
 	{ "zero_detect", CONF_K_FUNC, 0, 0, 0, conf_lun_zero_detect },
 	{ "hard_limit", CONF_K_FUNC, 0, 0, 0, conf_lun_hard_limit },
+	{ "soft_threshold", CONF_K_FUNC, 0, 0, 0, conf_lun_soft_threshold },
 	{ "serial", CONF_K_ASCII, offsetof(struct conf_lun, serial), 0, 32, NULL },
 	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
 	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
@@ -587,6 +596,11 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 	if ((l->hard_limit.bytes || l->hard_limit.pct) && !l->thin) {
 		conf_key(key, prefix, "hard_limit");
 		conf_err(x, config_setting_get_member(g, "hard_limit"), key,
+			 "needs thin = true (a thick LUN holds all its space from the start)");
+	}
+	if ((l->soft_threshold.bytes || l->soft_threshold.pct) && !l->thin) {
+		conf_key(key, prefix, "soft_threshold");
+		conf_err(x, config_setting_get_member(g, "soft_threshold"), key,
 			 "needs thin = true (a thick LUN holds all its space from the start)");
 	}
 	if (!l->backstore)
@@ -1095,6 +1109,22 @@ static void conf_root_state_dir(struct conf_ctx *x, const config_setting_t *s, c
 	c->state_dir = conf_xstrdup(v);
 }
 
+/* A percentage of the pool (the file system under the file LUNs) used. */
+static void conf_root_pool_threshold(struct conf_ctx *x, const config_setting_t *s,
+				     const char *key, void *obj)
+{
+	struct conf *c = obj;
+	struct conf_space sp = { 0, 0 };
+
+	if (!conf_get_space(x, s, key, &sp))
+		return;
+	if (!sp.pct) {
+		conf_err(x, s, key, "must be a percentage of the file system, such as \"85%%\"");
+		return;
+	}
+	c->pool_soft_threshold = sp.pct;
+}
+
 static void conf_root_metrics(struct conf_ctx *x, const config_setting_t *s, const char *key,
 			      void *obj)
 {
@@ -1253,6 +1283,7 @@ static const struct conf_field conf_root_fields[] = {
 	{ "io_uring", CONF_K_BOOL, offsetof(struct conf, use_io_uring), 0, 0, NULL },
 	{ "metrics_listen", CONF_K_FUNC, 0, 0, 0, conf_root_metrics },
 	{ "http_listen", CONF_K_FUNC, 0, 0, 0, conf_root_http },
+	{ "pool_soft_threshold", CONF_K_FUNC, 0, 0, 0, conf_root_pool_threshold },
 	{ "portal_groups", CONF_K_FUNC, 0, 0, 0, conf_root_portal_groups },
 	{ "targets", CONF_K_FUNC, 0, 0, 0, conf_root_targets },
 #define LIM(f) offsetof(struct conf, limits.f)

@@ -46,6 +46,7 @@ struct conf_lun {
 	bool direct;            /* O_DIRECT */
 	unsigned zero_detect;   /* CONF_ZD_*: what a WRITE of zeroes does (thin) */
 	struct conf_space hard_limit;  /* space the LUN may hold (thin); 0 = none */
+	struct conf_space soft_threshold; /* space held that warns (thin); 0 = none */
 	char *serial, *vendor, *product;  /* NULL = derived */
 	int line;
 };
@@ -118,6 +119,8 @@ struct conf {
 	bool use_io_uring;                     /* default true */
 	struct conf_target *targets;
 	unsigned n_targets;
+	unsigned pool_soft_threshold; /* percent of a file LUN's file system used
+	                               * that warns thin LUNs (06/38/07); 0 = none */
 	char *metrics_listen;   /* "address:port" of the metrics endpoint; NULL = off */
 	char *http_listen;      /* "address:port" of the dashboard; NULL = off */
 	struct conf_portal_group *portal_groups; /* ALUA states per tpgt; groups not

@@ -116,6 +116,10 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 	lun->sanitize_ok = p->sanitize;
 	lun->zero_detect = space_zero_detect_effective(lun, p->zero_detect);
 	lun->hard_limit = lun->thin ? p->hard_limit : 0;
+	lun->soft_threshold = lun->thin ? p->soft_threshold : 0;
+	lun->pool_threshold_pct = lun->thin && p->pool_threshold_pct <= 100 ? p->pool_threshold_pct : 0;
+	lun->space_sample_ns = p->space_sample_ns;
+	lun->space_watch = lun->hard_limit || lun->soft_threshold || lun->pool_threshold_pct;
 	lun->max_xfer_blocks = SCSI_MAX_XFER_BYTES >> lun->block_shift;
 
 	if (p->serial && p->serial[0]) {

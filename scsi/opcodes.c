@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "scsi/scsi_int.h"
+#include "scsi/space.h"
 #include "scsi/pr.h"
 #include "scsi/vaai.h"
 
@@ -67,6 +68,11 @@ static const struct scsi_opcode op_report_luns = {
 	.usage = { 0xa0, 0, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	.parse = spc_parse_report_luns,
 	.flags = OPF_NO_LUN | OPF_NO_UA | OPF_CONFLICT_OK | OPF_SANITIZE_OK,
+};
+static const struct scsi_opcode op_log_sense = {
+	.opcode = 0x4d, .name = "LOG SENSE", .cdb_len = 10,
+	.usage = { 0x4d, 0, 0xff, 0xff, 0, 0xff, 0xff, 0xff, 0xff, 0 },
+	.parse = space_parse_log_sense,
 };
 static const struct scsi_opcode op_rsoc = {
 	.opcode = 0xa3, .service_action = 0x0c, .has_sa = true,
@@ -349,7 +355,7 @@ const struct scsi_opcode *const scsi_opcodes[] = {
 	&op_read_capacity10, &op_read10, &op_write10, &op_write_verify10,
 	&op_verify10, &op_prefetch10, &op_sync_cache10, &op_read_defect10,
 	&op_write_same10, &op_unmap,
-	&op_sanitize_overwrite, &op_sanitize_exit,
+	&op_sanitize_overwrite, &op_sanitize_exit, &op_log_sense,
 	&op_mode_select10, &op_reserve10, &op_release10, &op_mode_sense10,
 	&op_prin_read_keys, &op_prin_read_resv, &op_prin_report_caps, &op_prin_full_status,
 	&op_prout_register, &op_prout_reserve, &op_prout_release, &op_prout_clear,
@@ -425,7 +431,7 @@ static const struct scsi_opcode *const op_index[256] = {
 	[0x28] = &op_read10, [0x2a] = &op_write10, [0x2e] = &op_write_verify10,
 	[0x2f] = &op_verify10, [0x34] = &op_prefetch10, [0x35] = &op_sync_cache10,
 	[0x37] = &op_read_defect10, [0x41] = &op_write_same10, [0x42] = &op_unmap,
-	[0x55] = &op_mode_select10,
+	[0x4d] = &op_log_sense, [0x55] = &op_mode_select10,
 	[0x5a] = &op_mode_sense10, [0x88] = &op_read16, [0x8a] = &op_write16,
 	[0x89] = &op_compare_and_write, [0x8b] = &op_orwrite16, [0x8e] = &op_write_verify16, [0x8f] = &op_verify16,
 	[0x90] = &op_prefetch16, [0x91] = &op_sync_cache16, [0x93] = &op_write_same16,

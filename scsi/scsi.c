@@ -51,6 +51,7 @@ void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
 		[UA_CAPACITY_CHANGED] = { 0x2a, 0x09 },
 		[UA_MEDIUM_CHANGED] = { 0x28, 0x00 },
 		[UA_LUNS_CHANGED] = { 0x3f, 0x0e },
+		[UA_SOFT_THRESHOLD] = { 0x38, 0x07 },
 	};
 
 	*asc = codes[ua][0];
@@ -374,7 +375,7 @@ void scsi_submit(struct scsi_cmd *cmd, const struct scsi_io *rq)
 	io->done = rq->done;
 	io->priv = cmd;
 	/* before backstore submission: the request is complete here */
-	if (lun->hard_limit && space_limit_refuses(lun, io)) {
+	if (lun->space_watch && space_submit_refuses(lun, io)) {
 		io->result = -ENOSPC;     /* SPACE ALLOCATION FAILED WRITE PROTECT */
 		io_engine_complete(cmd->eng, io);
 		return;

@@ -144,6 +144,7 @@ enum scsi_ua {
 	UA_CAPACITY_CHANGED,      /* 2A/09 CAPACITY DATA HAS CHANGED */
 	UA_MEDIUM_CHANGED,        /* 28/00 NOT READY TO READY CHANGE, MEDIUM MAY HAVE CHANGED */
 	UA_LUNS_CHANGED,          /* 3F/0E REPORTED LUNS DATA HAS CHANGED */
+	UA_SOFT_THRESHOLD,        /* 38/07 THIN PROVISIONING SOFT THRESHOLD REACHED */
 	UA__COUNT
 };
 
@@ -207,6 +208,10 @@ struct scsi_lun_params {
 	bool sanitize;               /* SANITIZE allowed */
 	enum scsi_zero_detect zero_detect; /* asked for; see scsi_lun.zero_detect */
 	uint64_t hard_limit;         /* bytes the backstore may hold (0: no limit) */
+	uint64_t soft_threshold;     /* bytes held that raise 06/38/07 (0: none) */
+	uint8_t pool_threshold_pct;  /* percent of the pool used that does (0: none) */
+	uint64_t space_sample_ns;    /* thresholds: least time between two looks
+	                              * at the backstore's space (0: every write) */
 	const char *serial;          /* NULL: derived from target + LUN */
 	const char *vendor;          /* NULL: "TARGETD" */
 	const char *product;         /* NULL: "VIRTUAL-DISK" */
@@ -230,6 +235,19 @@ struct scsi_lun {
 	 * gives): a request that would allocate past it fails with SPACE
 	 * ALLOCATION FAILED WRITE PROTECT (scsi/space.c). */
 	uint64_t hard_limit;
+	/* Thin provisioning soft thresholds (scsi/space.c): bytes the LUN
+	 * holds, percent of its pool used; crossing either establishes THIN
+	 * PROVISIONING SOFT THRESHOLD REACHED for every nexus, once, until
+	 * the LUN drops below again. Looked at on writes, at most once per
+	 * space_sample_ns (space_next_ns, the next time, shared). */
+	uint64_t soft_threshold;
+	uint8_t pool_threshold_pct;
+	uint64_t space_sample_ns;
+	_Atomic uint64_t space_next_ns;
+	_Atomic bool soft_reached;
+	/* hard_limit, soft_threshold or pool_threshold_pct set: scsi_submit()
+	 * calls scsi/space.c for each request that allocates (one branch) */
+	bool space_watch;
 	char serial[64];
 	char vendor[9];
 	char product[17];

@@ -38,4 +38,22 @@ bool space_zero_write(struct scsi_cmd *cmd, uint64_t offset, uint64_t len, const
  */
 bool space_limit_refuses(struct scsi_lun *lun, const struct bs_io *io);
 
+/* scsi_submit() on a LUN with lun->space_watch: the soft thresholds
+ * (sampled, space_threshold_check()) and the hard limit of a request that
+ * allocates. True: refuse io (-ENOSPC). */
+bool space_submit_refuses(struct scsi_lun *lun, const struct bs_io *io);
+
+/* Look at the LUN's space now: establish THIN PROVISIONING SOFT THRESHOLD
+ * REACHED for every nexus when a soft threshold is crossed (once, until
+ * the LUN is below both again). Synchronous (fstat, fstatvfs). */
+void space_threshold_check(struct scsi_lun *lun);
+
+/* SBC-4 6.6.6: THRESHOLD EXPONENT and THRESHOLD PERCENTAGE of VPD B2 (the
+ * caller fills the rest). A threshold set, the unit of every resource
+ * count, is 1 MiB of LBAs. */
+void space_vpd_lbp(const struct scsi_lun *lun, uint8_t *d);
+
+/* SPC-4 6.9 LOG SENSE: pages 0x00 and, on a thin LUN, 0x0C. */
+enum sense_reason space_parse_log_sense(struct scsi_cmd *cmd);
+
 #endif

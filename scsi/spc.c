@@ -7,6 +7,7 @@
 #include "config.h"
 #include <stdio.h>
 #include "scsi/scsi_int.h"
+#include "scsi/space.h"
 #include "scsi/vaai.h"
 
 /* SPC-4 6.4.2 version descriptors */
@@ -208,6 +209,7 @@ static uint32_t vpd_lbp(struct scsi_cmd *cmd, uint8_t *d)
 	put_be16(d + 2, 4);
 	vaai_vpd_lbp(cmd->lun, d);            /* LBPU, LBPWS, LBPWS10, LBPRZ */
 	d[6] = cmd->lun->thin ? 0x02 : 0x00;  /* PROVISIONING TYPE */
+	space_vpd_lbp(cmd->lun, d);           /* THRESHOLD EXPONENT, PERCENTAGE */
 	return 8;
 }
 

@@ -385,6 +385,9 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	jadd(o, "read_only", json_object_new_boolean(lun->read_only));
 	jadd(o, "thin", json_object_new_boolean(lun->thin));
 	jadd(o, "hard_limit_bytes", ju64(lun->hard_limit));
+	jadd(o, "soft_threshold_bytes", ju64(lun->soft_threshold));
+	jadd(o, "pool_soft_threshold_percent", json_object_new_int(lun->pool_threshold_pct));
+	jadd(o, "soft_threshold_reached", json_object_new_boolean(atomic_load(&lun->soft_reached)));
 	if (bs && backstore_space((struct backstore *)bs, &sp, true) == 0) {
 		/* what the LUN holds, and the pool (file system) under it */
 		jadd(o, "allocated_bytes", ju64(sp.allocated));

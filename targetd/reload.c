@@ -131,7 +131,9 @@ static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b
 	       a->thin == b->thin && a->read_only == b->read_only && a->removable == b->removable &&
 	       a->sanitize == b->sanitize && a->direct == b->direct &&
 	       a->zero_detect == b->zero_detect &&
-	       a->hard_limit.bytes == b->hard_limit.bytes && a->hard_limit.pct == b->hard_limit.pct && str_eq(a->serial, b->serial) &&
+	       a->hard_limit.bytes == b->hard_limit.bytes && a->hard_limit.pct == b->hard_limit.pct &&
+	       a->soft_threshold.bytes == b->soft_threshold.bytes &&
+	       a->soft_threshold.pct == b->soft_threshold.pct && str_eq(a->serial, b->serial) &&
 	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product);
 }
 
@@ -455,6 +457,7 @@ static void note_global_changes(const struct conf *o, const struct conf *n, stru
 	GLOBAL(!str_eq(o->control_socket, n->control_socket), "control_socket");
 	GLOBAL(!str_eq(o->metrics_listen, n->metrics_listen), "metrics_listen");
 	GLOBAL(!str_eq(o->http_listen, n->http_listen), "http_listen");
+	GLOBAL(o->pool_soft_threshold != n->pool_soft_threshold, "pool_soft_threshold");
 	GLOBAL(o->queue_depth != n->queue_depth, "queue_depth");
 	GLOBAL(o->max_recv_data_segment_length != n->max_recv_data_segment_length,
 	       "max_recv_data_segment_length");

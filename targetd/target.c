@@ -23,6 +23,10 @@ static char *xstrdup(const char *s)
 static pthread_rwlock_t target_acl_lock = PTHREAD_RWLOCK_INITIALIZER;
 /* Where APTPL reservation state lives (conf state_dir). */
 static const char *target_pr_dir;
+/* pool_soft_threshold of the running configuration (for LUNs opened later) */
+static unsigned target_pool_threshold;
+/* thresholds: least time between two looks at a LUN's space */
+#define TARGET_SPACE_SAMPLE_NS (100ull * 1000 * 1000)
 
 /* SPC-4 5.15: one ALUA target port group per portal group tag, in the
  * state the configuration gives it (active/optimized otherwise). */
@@ -137,6 +141,9 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 	}
 	lp.nblocks = bs->size / bp.block_size;
 	lp.hard_limit = conf_space_bytes(&cl->hard_limit, lp.nblocks * bp.block_size);
+	lp.soft_threshold = conf_space_bytes(&cl->soft_threshold, lp.nblocks * bp.block_size);
+	lp.pool_threshold_pct = (uint8_t)(bs->ops == &bs_file_ops ? target_pool_threshold : 0);
+	lp.space_sample_ns = TARGET_SPACE_SAMPLE_NS;
 	if (scsi_lun_create(&lun, &t->st, &lp, bs)) {
 		log_err("target %s LUN %u: cannot create the logical unit", t->iqn, cl->lun);
 		backstore_close(bs);
@@ -192,6 +199,7 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 	r->limits.require_crc32c = false;
 
 	target_pr_dir = c->state_dir;
+	target_pool_threshold = c->pool_soft_threshold;
 	pr_set_abort_handler(iscsi_pr_abort);
 	r->portals = calloc(c->n_listen, sizeof(*r->portals));
 	/* Room for targets added by reload: a session keeps a pointer to its

@@ -421,6 +421,12 @@ static const struct bad_case bad_cases[] = {
 	  { "t.conf:4: targets[0].luns[0].hard_limit: 0 bytes is out of range" } },
 	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; thin = false; hard_limit = \"90%\";"), 0,
 	  { "t.conf:4: targets[0].luns[0].hard_limit: needs thin = true" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; thin = false; soft_threshold = \"80%\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].soft_threshold: needs thin = true" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; soft_threshold = \"0%\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].soft_threshold: \"0%\" is not a percentage" } },
+	{ "pool_soft_threshold = \"1G\";\n" T_OK, 0,
+	  { "t.conf:1: pool_soft_threshold: must be a percentage of the file system" } },
 	{ LUN("lun = 0; backstore = \"block\"; path = \"/dev/sdz\"; size = \"1G\";"), NOPATH,
 	  { "t.conf:4: targets[0].luns[0].size: not allowed for a block backstore" } },
 	{ LUN("lun = 0; backstore = \"block\";"), 0,
@@ -909,6 +915,7 @@ START_TEST(test_every_key)
 		  "max_outstanding_r2t = 65535;\n"
 		  "io_uring = false;\n"
 		  "metrics_listen = \"[::1]:9100\";\n"
+		  "pool_soft_threshold = \"85%\";\n"
 		  "targets = (\n"
 		  "  { iqn = \"eui.0123456789abcdef\"; alias = \"lab disk \xc3\xa9\"; initiators = [];\n"
 		  "    chap = { user = \"u\"; secret = \"" SECRET1 "\"; };\n"
@@ -917,7 +924,8 @@ START_TEST(test_every_key)
 		  "               serial = \"S 0001 ~!\"; vendor = \"ACME\"; product = \"0123456789abcdef\"; } ); },\n"
 		  "  { iqn = \"naa.60014055f1c2b3a4d5e6f708192a3b4c\"; initiators = ( \"naa.0123456789abcdef\" );\n"
 		  "    luns = ( { lun = 1; backstore = \"memory\"; size = 1048576; direct = false;\n"
-		  "               zero_detect = \"unmap\"; hard_limit = \"90%\"; } ); }\n"
+		  "               zero_detect = \"unmap\"; hard_limit = \"90%\";\n"
+		  "               soft_threshold = \"64K\"; } ); }\n"
 		  ");\n", 0);
 	ck_assert_uint_eq(c.n_listen, 3);
 	ck_assert_str_eq(c.listen[0].host, "0.0.0.0");
@@ -966,6 +974,8 @@ START_TEST(test_every_key)
 	ck_assert_uint_eq(t->luns[0].size, 1048576);
 	ck_assert_uint_eq(t->luns[0].zero_detect, CONF_ZD_UNMAP);
 	ck_assert_uint_eq(t->luns[0].hard_limit.pct, 90);
+	ck_assert_uint_eq(t->luns[0].soft_threshold.bytes, 65536);
+	ck_assert_uint_eq(c.pool_soft_threshold, 85);
 	ck_assert_uint_eq(conf_space_bytes(&t->luns[0].hard_limit, 1000), 900);
 	conf_free(&c);
 }

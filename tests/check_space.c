@@ -578,11 +578,213 @@ START_TEST(hard_limit_file)
 }
 END_TEST
 
+/* ------------------------------------------------------------ thresholds */
+
+static void tur_expect(struct scsi_nexus *n, uint16_t lun, bool ua)
+{
+	const uint8_t cdb[6] = { 0 };
+	struct sh_run r;
+
+	sh_run(&r, n, lun, cdb, 6, NULL, 0);
+	if (ua)
+		sh_expect_sense(&r.cmd, 0x6, 0x38, 0x07);
+	else
+		sh_expect_good(&r.cmd);
+}
+
+static struct scsi_lun *lun_thresh(struct backstore *bs, uint16_t id, struct scsi_nexus *other,
+				   uint64_t soft, uint8_t pool_pct, uint64_t hard)
+{
+	struct scsi_lun_params lp = { .id = id, .block_size = 512, .nblocks = SP_BLOCKS,
+				      .thin = true, .soft_threshold = soft,
+				      .pool_threshold_pct = pool_pct, .hard_limit = hard };
+	struct scsi_lun *l;
+
+	ck_assert_int_eq(scsi_lun_create(&l, &tgt, &lp, bs), 0);
+	ck_assert(l->space_watch);
+	scsi_target_set_lun(&tgt, id, l);
+	scsi_ua_clear(&nx, id);
+	scsi_ua_clear(other, id);
+	return l;
+}
+
+/* The soft threshold of a LUN (256 KiB of a 2 MiB memory LUN): crossing it
+ * raises 06/38/07 once on every nexus; UNMAP below it re-arms it. */
+START_TEST(soft_threshold_ua)
+{
+	struct backstore *mem = sh_memory_bs((uint64_t)SP_BLOCKS * 512, true);
+	uint8_t *data = malloc(SP_CHUNK);
+	struct scsi_nexus nx2;
+	struct scsi_lun *l;
+
+	memset(data, 0x42, SP_CHUNK);
+	sh_nexus_attach(&tgt, &nx2, 2);
+	l = lun_thresh(mem, 6, &nx2, 256 * 1024, 0, 0);
+	write16(6, 0, data, SP_CHUNK / 2, false);     /* 128 KiB held */
+	write16(6, 256, data, SP_CHUNK / 2, false);   /* judged at 128 KiB */
+	tur_expect(&nx, 6, false);
+	tur_expect(&nx2, 6, false);
+	write16(6, 1024, data, 4096, false);          /* judged at 256 KiB: reached */
+	tur_expect(&nx, 6, true);
+	tur_expect(&nx, 6, false);                    /* once */
+	write16(6, 1100, data, 4096, false);          /* still above: no new one */
+	tur_expect(&nx, 6, false);
+	tur_expect(&nx2, 6, true);                    /* the other nexus, once */
+	tur_expect(&nx2, 6, false);
+	/* below again (UNMAP), then above: reported again */
+	unmap1(6, 0, 2048);
+	write16(6, 0, data, 4096, false);             /* judged below: re-armed */
+	tur_expect(&nx, 6, false);
+	write16(6, 8, data, SP_CHUNK, false);
+	write16(6, 1024, data, 4096, false);
+	tur_expect(&nx, 6, true);
+	tur_expect(&nx2, 6, true);
+	free(data);
+	lun_free(l);
+	scsi_nexus_detach(&nx2);
+	backstore_close(mem);
+}
+END_TEST
+
+/* The pool threshold (percent of the pool used; a memory LUN is its own
+ * pool): 50 % of 2 MiB. */
+START_TEST(pool_threshold_ua)
+{
+	struct backstore *mem = sh_memory_bs((uint64_t)SP_BLOCKS * 512, true);
+	uint8_t *data = malloc(SP_CHUNK);
+	struct scsi_nexus nx2;
+	struct scsi_lun *l;
+
+	memset(data, 0x42, SP_CHUNK);
+	sh_nexus_attach(&tgt, &nx2, 2);
+	l = lun_thresh(mem, 6, &nx2, 0, 50, 0);
+	for (uint64_t lba = 0; lba < 2048 - 512; lba += 512)
+		write16(6, lba, data, SP_CHUNK, false);  /* 768 KiB */
+	write16(6, 1536, data, SP_CHUNK, false);      /* judged at 37.5 % */
+	tur_expect(&nx, 6, false);
+	write16(6, 3000, data, 4096, false);          /* judged at 50 % */
+	tur_expect(&nx, 6, true);
+	tur_expect(&nx2, 6, true);
+	free(data);
+	lun_free(l);
+	scsi_nexus_detach(&nx2);
+	backstore_close(mem);
+}
+END_TEST
+
+static void log_sense(struct sh_run *r, uint16_t lun, uint8_t page, uint8_t sub)
+{
+	uint8_t cdb[10] = { 0x4d, 0, page, sub, 0, 0, 0, 0x01, 0x00, 0 };
+
+	sh_run(r, &nx, lun, cdb, 10, NULL, 0);
+}
+
+/* VPD B2 threshold fields and LOG SENSE 0x0C against known allocations. */
+START_TEST(lbp_vpd_and_log_page)
+{
+	struct backstore *mem = sh_memory_bs((uint64_t)SP_BLOCKS * 512, true);
+	struct backstore *thick = sh_memory_bs((uint64_t)SP_BLOCKS * 512, false);
+	uint8_t *data = malloc(SP_CHUNK);
+	const uint8_t inq[6] = { 0x12, 0x01, 0xb2, 0, 64, 0 };
+	struct scsi_nexus nx2;
+	struct scsi_lun *l;
+	struct sh_run r;
+	const uint8_t *p;
+	uint8_t *big;
+
+	memset(data, 0x42, SP_CHUNK);
+	sh_nexus_attach(&tgt, &nx2, 2);
+	l = lun_thresh(mem, 6, &nx2, 256 * 1024, 0, 0);
+	sh_run(&r, &nx, 6, inq, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(sh_buf[1], 0xb2);
+	ck_assert_uint_eq(sh_buf[4], 11);                /* 2^11 LBAs: 1 MiB */
+	ck_assert_uint_eq(sh_buf[7], 13);                /* 256 KiB of 2 MiB, up */
+	ck_assert_uint_eq(sh_buf[6] & 0x07, 0x02);       /* thin */
+
+	/* supported pages */
+	log_sense(&r, 6, 0x00, 0x00);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(r.cmd.data_len, 6);
+	ck_assert_uint_eq(get_be16(sh_buf + 2), 2);
+	ck_assert_uint_eq(sh_buf[4], 0x00);
+	ck_assert_uint_eq(sh_buf[5], 0x0c);
+	log_sense(&r, 6, 0x00, 0xff);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(get_be16(sh_buf + 2), 6);
+	ck_assert_uint_eq(sh_buf[8], 0x0c);
+
+	/* 1 MiB written (one command): used 1, available 1 (of the 2 MiB pool) */
+	big = calloc(1, 1u << 20);
+	memset(big, 0x42, 1u << 20);
+	write16(6, 0, big, 1u << 20, false);
+	free(big);
+	write16(6, 2048, data, 4096, false);             /* judged at 1 MiB */
+	tur_expect(&nx, 6, true);                        /* 256 KiB passed */
+	unmap1(6, 2048, 8);
+	log_sense(&r, 6, 0x0c, 0x00);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(sh_buf[0], 0x0c);
+	ck_assert_uint_eq(get_be16(sh_buf + 2), 24);
+	p = sh_buf + 4;
+	ck_assert_uint_eq(get_be16(p), 0x0001);          /* available */
+	ck_assert_uint_eq(p[3], 8);
+	ck_assert_uint_eq(get_be32(p + 4), 1);
+	ck_assert_uint_eq(p[8] & 0x03, 0x02);            /* not dedicated */
+	p += 12;
+	ck_assert_uint_eq(get_be16(p), 0x0002);          /* used */
+	ck_assert_uint_eq(get_be32(p + 4), 1);
+	ck_assert_uint_eq(p[8] & 0x03, 0x01);            /* dedicated */
+	/* 4 KiB more: used rounds up to 2, available down to 0 */
+	write16(6, 3000, data, 4096, false);
+	log_sense(&r, 6, 0x0c, 0x00);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(get_be32(sh_buf + 4 + 4), 0);
+	ck_assert_uint_eq(get_be32(sh_buf + 16 + 4), 2);
+	/* an unknown page, a non-zero parameter pointer */
+	log_sense(&r, 6, 0x0d, 0x00);
+	sh_expect_sense(&r.cmd, 0x5, 0x24, 0x00);
+	{
+		const uint8_t bad[10] = { 0x4d, 0, 0x0c, 0, 0, 0, 1, 0x01, 0, 0 };
+
+		sh_run(&r, &nx, 6, bad, 10, NULL, 0);
+		sh_expect_sense(&r.cmd, 0x5, 0x24, 0x00);
+	}
+	lun_free(l);
+
+	/* a hard limit of 1 MiB + 64 KiB: what it leaves, dedicated */
+	l = lun_thresh(mem, 6, &nx2, 0, 0, (1u << 20) + 65536);
+	log_sense(&r, 6, 0x0c, 0x00);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(get_be32(sh_buf + 4 + 4), 0);
+	ck_assert_uint_eq(sh_buf[4 + 8] & 0x03, 0x01);
+	lun_free(l);
+
+	/* no logical block provisioning: no page 0x0C, no thresholds */
+	l = lun_new(thick, 6, true, SCSI_ZD_OFF);
+	log_sense(&r, 6, 0x00, 0x00);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(get_be16(sh_buf + 2), 1);
+	log_sense(&r, 6, 0x0c, 0x00);
+	sh_expect_sense(&r.cmd, 0x5, 0x24, 0x00);
+	sh_run(&r, &nx, 6, inq, 6, NULL, 0);
+	sh_expect_good(&r.cmd);
+	ck_assert_uint_eq(sh_buf[4], 0);
+	ck_assert_uint_eq(sh_buf[7], 0);
+	lun_free(l);
+	free(data);
+	scsi_nexus_detach(&nx2);
+	backstore_close(mem);
+	backstore_close(thick);
+}
+END_TEST
+
 Suite *space_suite(void)
 {
 	Suite *s = suite_create("space");
 	TCase *zd = tcase_create("zero_detect");
 	TCase *oos = tcase_create("out_of_space");
+	TCase *th = tcase_create("thresholds");
 
 	tcase_add_checked_fixture(zd, setup, teardown);
 	tcase_add_test(zd, zd_where);
@@ -600,5 +802,11 @@ Suite *space_suite(void)
 	tcase_add_test(oos, hard_limit_file);
 	tcase_set_timeout(oos, 60);
 	suite_add_tcase(s, oos);
+
+	tcase_add_checked_fixture(th, setup, teardown);
+	tcase_add_test(th, soft_threshold_ua);
+	tcase_add_test(th, pool_threshold_ua);
+	tcase_add_test(th, lbp_vpd_and_log_page);
+	suite_add_tcase(s, th);
 	return s;
 }
