@@ -44,25 +44,16 @@ enum scsi_zero_detect space_zero_detect_effective(const struct scsi_lun *lun,
 
 bool space_all_zero(const void *buf, size_t len)
 {
+	static const uint8_t zero[64];
 	const uint8_t *p = buf;
-	uint64_t w[8];
-	size_t i;
 
-	/* 64 bytes at a time (the compiler vectorises the OR), memcpy for
-	 * whatever alignment the buffer has */
-	for (; len >= sizeof(w); p += sizeof(w), len -= sizeof(w)) {
-		uint64_t acc = 0;
-
-		memcpy(w, p, sizeof(w));
-		for (i = 0; i < 8; i++)
-			acc |= w[i];
-		if (acc)
-			return false;
-	}
-	for (i = 0; i < len; i++)
-		if (p[i])
-			return false;
-	return true;
+	/* The first 64 bytes against zeroes (data almost always differs
+	 * here), then the buffer against itself 64 bytes on: equal means
+	 * every byte equals the one 64 before it, so all are zero. memcmp is
+	 * the C library's vectorised one (several GB/s). */
+	if (len <= sizeof(zero))
+		return !memcmp(p, zero, len);
+	return !memcmp(p, zero, sizeof(zero)) && !memcmp(p, p + sizeof(zero), len - sizeof(zero));
 }
 
 static void space_zero_flushed(struct bs_io *io)
