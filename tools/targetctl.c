@@ -241,15 +241,22 @@ static void show_targets(struct json_object *r)
 
 static void show_luns(struct json_object *r)
 {
-	printf("%-44s %4s %-7s %14s %6s %-3s  %s\n", "TARGET", "LUN", "STORE", "SIZE", "BLOCK", "RO",
-	       "PATH");
+	printf("%-44s %4s %-7s %14s %6s %-3s %14s %14s %-5s  %s\n", "TARGET", "LUN", "STORE", "SIZE",
+	       "BLOCK", "RO", "ALLOCATED", "POOL FREE", "ZERO", "PATH");
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
 		struct json_object *l = json_object_array_get_idx(r, i);
+		char alloc[24] = "-", pfree[24] = "-";
 
-		printf("%-44s %4llu %-7s %14llu %6llu %-3s  %s\n", gets(l, "target"),
+		/* space: what the LUN holds, what its pool has left */
+		if (get(l, "allocated_bytes"))
+			snprintf(alloc, sizeof(alloc), "%llu", (unsigned long long)getu(l, "allocated_bytes"));
+		if (get(l, "pool_free_bytes"))
+			snprintf(pfree, sizeof(pfree), "%llu", (unsigned long long)getu(l, "pool_free_bytes"));
+		printf("%-44s %4llu %-7s %14llu %6llu %-3s %14s %14s %-5s  %s\n", gets(l, "target"),
 		       (unsigned long long)getu(l, "lun"), gets(l, "backstore"),
 		       (unsigned long long)getu(l, "size_bytes"), (unsigned long long)getu(l, "block_size"),
-		       json_object_get_boolean(get(l, "read_only")) ? "yes" : "no",
+		       json_object_get_boolean(get(l, "read_only")) ? "yes" : "no", alloc, pfree,
+		       get(l, "zero_detect") ? gets(l, "zero_detect") : "-",
 		       get(l, "path") ? gets(l, "path") : "-");
 	}
 }
