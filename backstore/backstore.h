@@ -80,8 +80,15 @@ struct bs_space {
 	                           * memory LUN's pages, a device's whole size) */
 	uint64_t pool_size;       /* the file system (or device) it lives on, */
 	uint64_t pool_free;       /* and what of it is free for it (0 if unknown);
-	                           * filled only when asked for (pool = true) */
+	                           * filled only when asked for (BS_SPACE_POOL) */
+	uint64_t shared;          /* bytes of allocated shared with other files
+	                           * (reflink; FIEMAP_EXTENT_SHARED), when asked
+	                           * for (BS_SPACE_SHARED); 0 where not known */
+	bool shared_partial;      /* too many extents: shared is a lower bound */
 };
+#define BS_SPACE_POOL   0x1u  /* backstore_space(): pool_size, pool_free too */
+#define BS_SPACE_SHARED 0x2u  /* and shared (walks the file's extents: not
+                               * for the data path) */
 
 struct backstore_ops {
 	const char *name;
@@ -95,7 +102,7 @@ struct backstore_ops {
 	/* Change the size (thin file grow/shrink); optional. */
 	int (*resize)(struct backstore *bs, uint64_t new_size);
 	/* Space held and space left; optional (see backstore_space()). */
-	int (*space)(struct backstore *bs, struct bs_space *out, bool pool);
+	int (*space)(struct backstore *bs, struct bs_space *out, unsigned what);
 	/* Zero-copy reads; optional (see backstore_zc_ptr()). */
 	const uint8_t *(*zc_ptr)(struct backstore *bs, uint64_t offset, uint64_t len);
 };
@@ -201,15 +208,16 @@ static inline bool backstore_atomic_fits(const struct backstore *bs, uint64_t of
 	       !(len & (len - 1)) && !(offset & (len - 1));
 }
 
-/* Space the backstore holds (and, with pool, the size and free space of
- * the file system or device under it): 0, or -ENOTSUP where it cannot
- * tell. Synchronous and cheap (fstat, fstatvfs). */
-static inline int backstore_space(struct backstore *bs, struct bs_space *out, bool pool)
+/* Space the backstore holds (and, with BS_SPACE_POOL, the size and free
+ * space of the file system or device under it; with BS_SPACE_SHARED, what
+ * of it is shared by reflink): 0, or -ENOTSUP where it cannot tell.
+ * Synchronous; cheap (fstat, fstatvfs) without BS_SPACE_SHARED. */
+static inline int backstore_space(struct backstore *bs, struct bs_space *out, unsigned what)
 {
 	memset(out, 0, sizeof(*out));
 	if (!bs->ops->space)
 		return -ENOTSUP;
-	return bs->ops->space(bs, out, pool);
+	return bs->ops->space(bs, out, what);
 }
 
 /* Request contract (every backstore):

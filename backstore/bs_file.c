@@ -24,6 +24,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/ioctl.h>
+#include <stdlib.h>
+#include <linux/fs.h>
+#include <linux/fiemap.h>
 #include <unistd.h>
 #include <linux/falloc.h>
 #include "backstore/bs_impl.h"
@@ -311,9 +315,52 @@ static int bs_file_resize(struct backstore *bs, uint64_t new_size)
 	return 0;
 }
 
-/* backstore_space(): st_blocks, and the file system's size and the space
- * an unprivileged writer may still take (f_bavail). */
-static int bs_file_space(struct backstore *bs, struct bs_space *out, bool pool)
+/* Bytes of the file's extents that FIEMAP marks shared (reflink), at most
+ * BS_FIEMAP_CALLS calls of BS_FIEMAP_EXTENTS extents (*partial beyond). */
+#define BS_FIEMAP_EXTENTS 512u
+#define BS_FIEMAP_CALLS 256u
+static int bs_file_shared(int fd, uint64_t size, uint64_t *shared, bool *partial)
+{
+	struct fiemap *fm = malloc(sizeof(*fm) + BS_FIEMAP_EXTENTS * sizeof(struct fiemap_extent));
+	uint64_t start = 0;
+	unsigned calls;
+	bool last = false;
+
+	*shared = 0;
+	*partial = false;
+	if (!fm)
+		return -ENOMEM;
+	for (calls = 0; !last && start < size && calls < BS_FIEMAP_CALLS; calls++) {
+		memset(fm, 0, sizeof(*fm));
+		fm->fm_start = start;
+		fm->fm_length = size - start;
+		fm->fm_extent_count = BS_FIEMAP_EXTENTS;
+		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
+			int e = errno;
+
+			free(fm);
+			return e == EOPNOTSUPP || e == ENOTTY ? 0 : -e;   /* cannot tell: none */
+		}
+		if (!fm->fm_mapped_extents)
+			break;
+		for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+			const struct fiemap_extent *x = &fm->fm_extents[i];
+
+			if (x->fe_flags & FIEMAP_EXTENT_SHARED)
+				*shared += x->fe_length;
+			if (x->fe_flags & FIEMAP_EXTENT_LAST)
+				last = true;
+			start = x->fe_logical + x->fe_length;
+		}
+	}
+	*partial = !last && start < size && calls == BS_FIEMAP_CALLS;
+	free(fm);
+	return 0;
+}
+
+/* backstore_space(): st_blocks, the file system's size and the space an
+ * unprivileged writer may still take (f_bavail), the shared extents. */
+static int bs_file_space(struct backstore *bs, struct bs_space *out, unsigned what)
 {
 	struct statvfs vfs;
 	struct stat st;
@@ -321,12 +368,20 @@ static int bs_file_space(struct backstore *bs, struct bs_space *out, bool pool)
 	if (fstat(bs->fd, &st) < 0)
 		return -errno;
 	out->allocated = (uint64_t)st.st_blocks * 512;
-	if (!pool)
-		return 0;
-	if (fstatvfs(bs->fd, &vfs) < 0)
-		return -errno;
-	out->pool_size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
-	out->pool_free = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (what & BS_SPACE_POOL) {
+		if (fstatvfs(bs->fd, &vfs) < 0)
+			return -errno;
+		out->pool_size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+		out->pool_free = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	}
+	if ((what & BS_SPACE_SHARED) && bs->thin) {
+		int e = bs_file_shared(bs->fd, (uint64_t)st.st_size, &out->shared,
+				       &out->shared_partial);
+
+		if (e < 0)
+			return e;
+		out->shared = MIN(out->shared, out->allocated);
+	}
 	return 0;
 }
 

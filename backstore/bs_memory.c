@@ -264,7 +264,7 @@ static int bs_memory_lba_status(struct backstore *bs, uint64_t offset, uint64_t 
 
 /* backstore_space(): the pages written and not given back; the pool is
  * the LUN itself. */
-static int bs_memory_space(struct backstore *bs, struct bs_space *out, bool pool)
+static int bs_memory_space(struct backstore *bs, struct bs_space *out, unsigned what)
 {
 	struct bs_mem *m = bs->priv;
 	uint64_t size = atomic_load_explicit(&bs->size, memory_order_relaxed);
@@ -278,7 +278,7 @@ static int bs_memory_space(struct backstore *bs, struct bs_space *out, bool pool
 				atomic_load_explicit(&m->map[w], memory_order_relaxed));
 		out->allocated = MIN(pages << MEM_PAGE_SHIFT, size);
 	}
-	if (pool) {
+	if (what & BS_SPACE_POOL) {
 		out->pool_size = size;
 		out->pool_free = size - out->allocated;
 	}

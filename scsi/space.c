@@ -116,7 +116,7 @@ bool space_limit_refuses(struct scsi_lun *lun, const struct bs_io *io)
 
 	if (io->op != BS_OP_WRITE && io->op != BS_OP_WRITE_ZEROES && io->op != BS_OP_COPY)
 		return false;
-	if (backstore_space(io->bs, &sp, false) < 0)
+	if (backstore_space(io->bs, &sp, 0) < 0)
 		return false;
 	if (sp.allocated + io->len <= lun->hard_limit)
 		return false;
@@ -128,7 +128,7 @@ void space_threshold_check(struct scsi_lun *lun)
 	struct bs_space sp;
 	bool over = false;
 
-	if (backstore_space(lun->bs, &sp, lun->pool_threshold_pct != 0) < 0)
+	if (backstore_space(lun->bs, &sp, lun->pool_threshold_pct ? BS_SPACE_POOL : 0) < 0)
 		return;
 	if (lun->soft_threshold && sp.allocated >= lun->soft_threshold)
 		over = true;
@@ -206,7 +206,7 @@ static uint32_t space_log_lbp(struct scsi_cmd *cmd, uint8_t *d)
 	uint32_t n = 4;
 
 	d[0] = 0x0c;
-	if (backstore_space(lun->bs, &sp, true) == 0) {
+	if (backstore_space(lun->bs, &sp, BS_SPACE_POOL) == 0) {
 		avail = sp.pool_free;
 		if (lun->hard_limit) {
 			uint64_t left = lun->hard_limit > sp.allocated ?

@@ -68,6 +68,21 @@ static struct json_object *ju64(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
+/* The space of a LUN (target_lun_space()) into o. */
+static void space_json(struct json_object *o, const struct target_space *sp)
+{
+	jadd(o, "provisioned_bytes", ju64(sp->provisioned));
+	jadd(o, "allocated_bytes", ju64(sp->allocated));
+	jadd(o, "shared_bytes", ju64(sp->shared));
+	jadd(o, "saved_bytes", ju64(sp->saved));
+	jadd(o, "saved_percent", json_object_new_double(
+		sp->provisioned ? 100.0 * (double)sp->saved / (double)sp->provisioned : 0.0));
+	jadd(o, "pool_size_bytes", ju64(sp->pool_size));
+	jadd(o, "pool_free_bytes", ju64(sp->pool_free));
+	if (sp->shared_partial)
+		jadd(o, "shared_partial", json_object_new_boolean(true));
+}
+
 static const char *const status_names[STATS_ST__COUNT] = {
 	[STATS_ST_GOOD] = "good",
 	[STATS_ST_CHECK_CONDITION] = "check_condition",
@@ -246,13 +261,18 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 	jadd(o, "task_management", x);
 	jadd(o, "unit_attentions", ju64(c->ua));
 	{
-		/* The space the backing file holds (st_blocks): what thin
-		 * provisioning, UNMAP and shared-block copies change. Files
-		 * only; a device or memory LUN has no such figure. */
-		struct stat st;
+		/* The space the LUN holds (st_blocks for a file): what thin
+		 * provisioning, UNMAP, zero detection and shared-block copies
+		 * change; and the rest of the df -s view in "space". */
+		struct target_space sp;
 
-		if (lun->bs && lun->bs->fd >= 0 && !lun->bs->is_blockdev && !fstat(lun->bs->fd, &st))
-			jadd(o, "allocated_bytes", ju64((uint64_t)st.st_blocks * 512));
+		if (target_lun_space(lun, &sp)) {
+			struct json_object *spo = json_object_new_object();
+
+			jadd(o, "allocated_bytes", ju64(sp.allocated));
+			space_json(spo, &sp);
+			jadd(o, "space", spo);
+		}
 	}
 	free(c);
 	return o;
@@ -370,7 +390,7 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 {
 	struct json_object *o = json_object_new_object();
 	const struct backstore *bs = lun->bs;
-	struct bs_space sp;
+	struct target_space sp;
 	char naa[40];
 
 	snprintf(naa, sizeof(naa), "%016llx%016llx", (unsigned long long)lun->naa,
@@ -388,12 +408,8 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	jadd(o, "soft_threshold_bytes", ju64(lun->soft_threshold));
 	jadd(o, "pool_soft_threshold_percent", json_object_new_int(lun->pool_threshold_pct));
 	jadd(o, "soft_threshold_reached", json_object_new_boolean(atomic_load(&lun->soft_reached)));
-	if (bs && backstore_space((struct backstore *)bs, &sp, true) == 0) {
-		/* what the LUN holds, and the pool (file system) under it */
-		jadd(o, "allocated_bytes", ju64(sp.allocated));
-		jadd(o, "pool_size_bytes", ju64(sp.pool_size));
-		jadd(o, "pool_free_bytes", ju64(sp.pool_free));
-	}
+	if (target_lun_space(lun, &sp))
+		space_json(o, &sp);
 	jadd(o, "zero_detect", json_object_new_string(lun->zero_detect == SCSI_ZD_UNMAP ? "unmap"
 						      : lun->zero_detect == SCSI_ZD_ON ? "on"
 						      : "off"));

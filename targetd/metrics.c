@@ -177,6 +177,37 @@ static void render(FILE *f)
 	family(f, "targetd_lun_capacity_bytes", "gauge", "Size of each LUN.");
 	for (unsigned i = 0; i < n; i++)
 		sample(f, "targetd_lun_capacity_bytes", s[i].iqn, s[i].lun->id, NULL, NULL, s[i].capacity);
+	{
+		/* space: the df -s view of each LUN (target_lun_space()) */
+		static const char *const names[6] = {
+			"targetd_lun_allocated_bytes", "targetd_lun_shared_bytes",
+			"targetd_lun_saved_bytes", "targetd_pool_size_bytes", "targetd_pool_free_bytes",
+		};
+		static const char *const help[6] = {
+			"Bytes the LUN's backstore holds.",
+			"Of those, bytes shared with other files by reflink.",
+			"Bytes of the LUN that take no space of their own (thin, UNMAP, zero detection, reflink).",
+			"Size of the file system (pool) under the LUN.",
+			"Free space of the file system (pool) under the LUN.",
+		};
+		struct target_space *sp = calloc(n ? n : 1, sizeof(*sp));
+		bool *ok = calloc(n ? n : 1, sizeof(*ok));
+
+		for (unsigned i = 0; sp && ok && i < n; i++)
+			ok[i] = target_lun_space(s[i].lun, &sp[i]);
+		for (unsigned k = 0; sp && ok && names[k]; k++) {
+			family(f, names[k], "gauge", help[k]);
+			for (unsigned i = 0; i < n; i++) {
+				const uint64_t v[5] = { sp[i].allocated, sp[i].shared, sp[i].saved,
+							sp[i].pool_size, sp[i].pool_free };
+
+				if (ok[i])
+					sample(f, names[k], s[i].iqn, s[i].lun->id, NULL, NULL, v[k]);
+			}
+		}
+		free(sp);
+		free(ok);
+	}
 
 	family(f, "targetd_commands_total", "counter", "SCSI commands completed, by operation code.");
 	for (unsigned i = 0; i < n; i++)

@@ -99,6 +99,25 @@ unsigned target_alua_reload(struct targetd_runtime *r, const struct conf *nc)
 void target_acl_wrlock(void) { pthread_rwlock_wrlock(&target_acl_lock); }
 void target_acl_unlock(void) { pthread_rwlock_unlock(&target_acl_lock); }
 
+bool target_lun_space(struct scsi_lun *lun, struct target_space *out)
+{
+	struct bs_space sp;
+	uint64_t own;
+
+	memset(out, 0, sizeof(*out));
+	if (!lun->bs || backstore_space(lun->bs, &sp, BS_SPACE_POOL | BS_SPACE_SHARED) < 0)
+		return false;
+	out->provisioned = scsi_lun_nblocks(lun) << lun->block_shift;
+	out->allocated = sp.allocated;
+	out->shared = sp.shared;
+	out->shared_partial = sp.shared_partial;
+	own = sp.allocated - MIN(sp.shared, sp.allocated);
+	out->saved = out->provisioned > own ? out->provisioned - own : 0;
+	out->pool_size = sp.pool_size;
+	out->pool_free = sp.pool_free;
+	return true;
+}
+
 int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct scsi_lun **out)
 {
 	struct bs_params bp = {

@@ -67,6 +67,19 @@ int target_add(struct targetd_runtime *r, const struct conf_target *ct);
 /* Open the backstore of one LUN and publish the LUN (build and reload). */
 int target_lun_build(struct iscsi_target *t, const struct conf_lun *cl);
 /* The same without publishing: the LUN (lun->bs open) for the caller. */
+/* A LUN's space, the NetApp "df -s" view (targetctl luns, stats, /metrics):
+ * provisioned (its size), allocated (what its backstore holds), shared
+ * (of allocated, by reflink with other files), saved (provisioned bytes
+ * that take no space of their own: never written, deallocated by UNMAP or
+ * zero detection, or shared), the pool under it. Walks the file's extents
+ * (FIEMAP): for the control and metrics threads, never the data path.
+ * false where the backstore cannot tell. */
+struct target_space {
+	uint64_t provisioned, allocated, shared, saved, pool_size, pool_free;
+	bool shared_partial;
+};
+bool target_lun_space(struct scsi_lun *lun, struct target_space *out);
+
 int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct scsi_lun **out);
 /* ACL and CHAP settings are read under this lock (logins) and changed
  * under it by reload. */

@@ -5,7 +5,9 @@
 #     CONDITION, DATA PROTECT, SPACE ALLOCATION FAILED WRITE PROTECT
 #     (07/27/07), and what was written before still reads back;
 #   - UNMAP gives the space back and writes succeed again, with no reset;
-#   - the same against hard_limit = "8M" (no mount needed).
+#   - the same against hard_limit = "8M" (no mount needed);
+#   - on a loop-mounted XFS with reflink, targetctl luns counts the blocks
+#     two LUN files share (FIEMAP) and stops counting those rewritten.
 # The loop-mounted part is skipped, with the reason, where loop devices or
 # mounting are not permitted; the hard-limit part always runs.
 #
@@ -26,6 +28,9 @@ space_cleanup() {
 	[ -n "$TD_DAEMON_PID" ] && stop_daemon >/dev/null 2>&1
 	if [ "$MOUNTED" = 1 ] && mountpoint -q "$MNT" 2>/dev/null; then
 		umount "$MNT" 2>/dev/null
+	fi
+	if mountpoint -q "$T/xfs" 2>/dev/null; then
+		umount "$T/xfs" 2>/dev/null
 	fi
 	td_cleanup
 }
@@ -59,6 +64,22 @@ mount_small_fs() {
 LOOP=1
 mount_small_fs || { td_log "the loop-mounted part is skipped: $WHY"; LOOP=0; }
 
+# An XFS with reflink for the accounting of shared blocks: two LUN files,
+# the second a reflink copy of the first.
+XMNT=$T/xfs
+XFS=0
+if [ "$LOOP" = 1 ] && command -v mkfs.xfs >/dev/null 2>&1; then
+	truncate -s 512M "$T/xfs.img"
+	if mkfs.xfs -q -m reflink=1 "$T/xfs.img" >/dev/null 2>&1 && mkdir -p "$XMNT" &&
+	   mount -o loop "$T/xfs.img" "$XMNT" 2>/dev/null; then
+		XFS=1
+		dd if=/dev/urandom of="$XMNT/a.img" bs=1M count=8 status=none &&
+			truncate -s 64M "$XMNT/a.img" && sync &&
+			cp --reflink=always "$XMNT/a.img" "$XMNT/b.img" || XFS=0
+	fi
+fi
+[ "$XFS" = 1 ] || td_log "the reflink accounting part is skipped: no XFS with reflink here"
+
 PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
 P=127.0.0.1:$PORT
 IQN=iqn.2026-11.org.targetd.test:space
@@ -68,11 +89,15 @@ mkdir -p "$T/state"
 listen = [ "$P" ];
 threads = 2;
 state_dir = "$T/state";
+control_socket = "$T/state/ctl.sock";
 targets = ( { iqn = "$IQN"; luns = (
   { lun = 1; backstore = "file"; path = "$T/limit.img"; size = "64M"; hard_limit = "8M"; }
 EOC
 	[ "$LOOP" = 1 ] &&
 		echo "  , { lun = 0; backstore = \"file\"; path = \"$MNT/lun.img\"; size = \"256M\"; }"
+	[ "$XFS" = 1 ] &&
+		echo "  , { lun = 2; backstore = \"file\"; path = \"$XMNT/a.img\"; }" &&
+		echo "  , { lun = 3; backstore = \"file\"; path = \"$XMNT/b.img\"; }"
 	echo "); } );"
 } | write_conf "$T/targetd.conf"
 start_daemon "$PORT" -c "$T/targetd.conf" || exit 99
@@ -105,6 +130,30 @@ full_then_back() {
 full_then_back 1 "$T/limit.img" 131072 $((8 * 1048576))
 if [ "$LOOP" = 1 ]; then
 	full_then_back 0 "$MNT/lun.img" 524288 $((48 * 1048576))
+fi
+# lun_space LUN KEY: a figure of targetctl luns --json
+: "${TARGETCTL:=$(dirname "$TARGETD")/../tools/targetctl}"
+lun_space() {
+	"$TARGETCTL" -s "$T/state/ctl.sock" luns --json |
+		python3 -c 'import json,sys; print(next(l for l in json.load(sys.stdin) if l["lun"] == int(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+if [ "$XFS" = 1 ]; then
+	MIB=1048576
+	a_sh=$(lun_space 2 shared_bytes) b_sh=$(lun_space 3 shared_bytes)
+	a_al=$(lun_space 2 allocated_bytes)
+	[ "$a_sh" = $((8 * MIB)) ] && [ "$b_sh" = $((8 * MIB)) ] ||
+		fail "reflinked 8 MiB: shared_bytes $a_sh and $b_sh, want $((8 * MIB))"
+	[ "$a_al" = $(( $(stat -c %b "$XMNT/a.img") * 512 )) ] ||
+		fail "allocated_bytes $a_al is not st_blocks of a.img"
+	[ "$(lun_space 2 saved_bytes)" = $((64 * MIB)) ] ||
+		fail "saved_bytes $(lun_space 2 saved_bytes): want all 64 MiB (8 shared, 56 never written)"
+	# 2 MiB overwritten on the copy: no longer shared
+	"$ATSRACE" fill "$URL/3" 0 4096 || fail "writing LUN 3"
+	sync
+	a_sh=$(lun_space 2 shared_bytes) b_sh=$(lun_space 3 shared_bytes)
+	[ "$a_sh" = $((6 * MIB)) ] && [ "$b_sh" = $((6 * MIB)) ] ||
+		fail "after 2 MiB written: shared_bytes $a_sh and $b_sh, want $((6 * MIB))"
+	td_log "reflink accounting: 8 MiB shared, 6 MiB after 2 MiB rewritten"
 fi
 stop_daemon || fail "daemon did not stop cleanly"
 [ "$FAILS" = 0 ] || exit 1
