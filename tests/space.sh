@@ -23,42 +23,17 @@ td_need_cmd stat mkfs.ext4
 
 T=$TD_TMP
 MNT=$T/mnt
-MOUNTED=0
-space_cleanup() {
-	[ -n "$TD_DAEMON_PID" ] && stop_daemon >/dev/null 2>&1
-	if [ "$MOUNTED" = 1 ] && mountpoint -q "$MNT" 2>/dev/null; then
-		umount "$MNT" 2>/dev/null
-	fi
-	if mountpoint -q "$T/xfs" 2>/dev/null; then
-		umount "$T/xfs" 2>/dev/null
-	fi
-	td_cleanup
-}
-trap space_cleanup EXIT
-
-# mount_small_fs: a 48 MiB ext4 on $MNT; the reason in WHY if not allowed.
+# mount_small_fs: a 48 MiB ext4 on $MNT (td_loop_mount unmounts it at
+# exit); the reason in WHY if this machine does not allow it.
 WHY=
 mount_small_fs() {
 	local out
 	truncate -s 48M "$T/fs.img" || { WHY="cannot create $T/fs.img"; return 1; }
 	if ! out=$(mkfs.ext4 -q -F -O ^has_journal "$T/fs.img" 2>&1); then
-		WHY="mkfs.ext4 failed: ${out//$'\n'/ }"
+		WHY="mkfs.ext4 failed: $(td_one_line "$out")"
 		return 1
 	fi
-	if declare -F td_loop_mount >/dev/null; then
-		td_loop_mount "$T/fs.img" "$MNT" || { WHY=$TD_WHY; return 1; }
-	else
-		mkdir -p "$MNT"
-		if [ ! -e /dev/loop-control ] && ! compgen -G '/dev/loop[0-9]*' >/dev/null; then
-			WHY="no loop devices here (no /dev/loop-control, no /dev/loopN)"
-			return 1
-		fi
-		if ! out=$(mount -o loop "$T/fs.img" "$MNT" 2>&1); then
-			WHY="cannot mount a loop device (uid $(id -u)): ${out//$'\n'/ }"
-			return 1
-		fi
-	fi
-	MOUNTED=1
+	td_loop_mount "$T/fs.img" "$MNT" || { WHY=$TD_WHY; return 1; }
 }
 
 LOOP=1
@@ -70,8 +45,8 @@ XMNT=$T/xfs
 XFS=0
 if [ "$LOOP" = 1 ] && command -v mkfs.xfs >/dev/null 2>&1; then
 	truncate -s 512M "$T/xfs.img"
-	if mkfs.xfs -q -m reflink=1 "$T/xfs.img" >/dev/null 2>&1 && mkdir -p "$XMNT" &&
-	   mount -o loop "$T/xfs.img" "$XMNT" 2>/dev/null; then
+	if mkfs.xfs -q -m reflink=1 "$T/xfs.img" >/dev/null 2>&1 &&
+	   td_loop_mount "$T/xfs.img" "$XMNT"; then
 		XFS=1
 		dd if=/dev/urandom of="$XMNT/a.img" bs=1M count=8 status=none &&
 			truncate -s 64M "$XMNT/a.img" && sync &&
