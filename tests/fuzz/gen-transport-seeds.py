@@ -254,7 +254,11 @@ def ffp_seeds():
 
 def ffp_regressions():
     """Inputs of bugs the harness found, kept so that make check replays them."""
-    return {}
+    s = {}
+    # A NOP-Out the target accepts (8192 >= 4096 bytes) echoed whole to an
+    # initiator whose MaxRecvDataSegmentLength is 512.
+    s["nop-echo-over-mrdsl"] = cfg(mrdsl=0) + PDU(nop_out(1, dlen=4096)) + DRAIN()
+    return s
 
 
 # ---- fuzz_pdu streams ------------------------------------------------------
