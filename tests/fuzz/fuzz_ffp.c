@@ -28,8 +28,14 @@
  *   4 TURN     turn the network thread's loop (operand & 15) + 1 times.
  *   5 TIME     move the clock on by (operand + 1) x 500 ms.
  *   6 RAW      operand bytes written as they are.
- *   7 CLOSE    with flag 0x08 half-close (SHUT_WR) and go on; else stop.
- * After each operation the loop turns twice.
+ *   7 CLOSE    with flag 0x08 half-close (SHUT_WR) and go on; with flag
+ *              0x10 switch batching on or off and go on; else close at
+ *              once, whatever the target has not sent yet.
+ * After each operation the loop turns twice, unless batching is on: then
+ * the PDUs pile up in the socket until a TURN, DRAIN or TIME, and the
+ * target reads them in one go (a TMF then finds the command it names still
+ * in the SCSI layer). At the end of the input (but after a CLOSE) the bench
+ * reads all output before the initiator closes.
  */
 #include "config.h"
 #include <stdint.h>
@@ -174,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct reader r = { data, size };
 	uint8_t cfg[FZ_LOGIN_BYTES];
 	struct fz_login l;
-	bool stop = false;
+	bool stop = false, batch = false;
 
 	if (size < FZ_LOGIN_BYTES)
 		return 0;
@@ -223,13 +229,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default:
 			if (flags & 0x08)
 				fz_shut_wr();
+			else if (flags & 0x10)
+				batch = !batch;
 			else
 				stop = true;
 			break;
 		}
-		fz_turns(2);
+		if (!batch)
+			fz_turns(2);
 	}
-	fz_drain_all();
+	if (!stop)
+		fz_drain_all();   /* CLOSE: the initiator leaves with output unread */
 	fz_end();
 	return 0;
 }

@@ -153,30 +153,39 @@ def CLOSE():
     return bytes([0x07])
 
 
+def BATCH():
+    """toggle: PDUs pile up unread until the next TURN/DRAIN/TIME"""
+    return bytes([0x17])
+
+
 def ffp_seeds():
     s = {}
     blk = 512
-    # the first command of a session gets the power-on unit attention
+    # the first command of a session gets the power-on unit attention:
+    # every program starts with a TEST UNIT READY that takes it
     ua = PDU(cmd(100, CDB["tur"], 0)) + DRAIN()
-    s["read10"] = cfg() + ua + PDU(cmd(1, read10(0, 8), 8 * blk, R)) + DRAIN()
-    s["read16-small-pdus"] = cfg(mrdsl=0) + ua + PDU(cmd(1, read16(8, 64), 64 * blk, R)) + DRAIN()
-    s["read-overflow-underflow"] = cfg() + ua + PDU(cmd(1, read10(0, 4), 1024, R)) + \
+
+    def start(**kw):
+        return cfg(**kw) + ua
+    s["read10"] = start() + PDU(cmd(1, read10(0, 8), 8 * blk, R)) + DRAIN()
+    s["read16-small-pdus"] = start(mrdsl=0) + PDU(cmd(1, read16(8, 64), 64 * blk, R)) + DRAIN()
+    s["read-overflow-underflow"] = start() + PDU(cmd(1, read10(0, 4), 1024, R)) + \
         PDU(cmd(2, read10(0, 4), 4096, R)) + PDU(cmd(3, read10(0, 4), 0, R)) + DRAIN()
-    s["read-lun1"] = cfg() + PDU(cmd(1, read10(0, 2), 8192, R, lun=1)) + DRAIN()
-    s["write-immediate"] = cfg() + PDU(cmd(1, write10(0, 1), blk, W, dlen=blk), b"\xa5" * blk) + DRAIN()
-    s["write-unsolicited"] = cfg() + PDU(cmd(1, write10(0, 16), 16 * blk, W, final=False, dlen=blk)) + \
+    s["read-lun1"] = start() + PDU(cmd(1, read10(0, 2), 8192, R, lun=1)) + DRAIN()
+    s["write-immediate"] = start() + PDU(cmd(1, write10(0, 1), blk, W, dlen=blk), b"\xa5" * blk) + DRAIN()
+    s["write-unsolicited"] = start() + PDU(cmd(1, write10(0, 16), 16 * blk, W, final=False, dlen=blk)) + \
         UNSOL(4) + UNSOL(4) + UNSOL(7, final=True) + DRAIN()
-    s["write-solicited"] = cfg(imm_data=False, initial_r2t=True) + \
+    s["write-solicited"] = start(imm_data=False, initial_r2t=True) + \
         PDU(cmd(1, write10(0, 64), 64 * blk, W)) + DRAIN() + DATA(0) + DRAIN() + DATA(0) + DRAIN()
-    s["write-r2t-outstanding"] = cfg(imm_data=False, initial_r2t=True, max_r2t=2, burst=2) + \
+    s["write-r2t-outstanding"] = start(imm_data=False, initial_r2t=True, max_r2t=2, burst=2) + \
         PDU(cmd(1, write16(0, 64), 64 * blk, W)) + DRAIN() + DATA(1) + DATA(0) + DRAIN() + \
         DATA(1) + DATA(0) + DRAIN() + DATA(0) + DRAIN()
-    s["write-overflow-truncated"] = cfg(imm_data=False, initial_r2t=True) + \
+    s["write-overflow-truncated"] = start(imm_data=False, initial_r2t=True) + \
         PDU(cmd(1, write10(0, 8), 2048, W)) + DRAIN() + DATA(0) + DRAIN()
-    s["write-underflow"] = cfg() + PDU(cmd(1, write10(0, 1), 4096, W, dlen=blk)) + DRAIN() + DATA(0) + DRAIN()
+    s["write-underflow"] = start() + PDU(cmd(1, write10(0, 1), 4096, W, dlen=blk)) + DRAIN() + DATA(0) + DRAIN()
     # A WRITE's R2T waits in the transmit ring (a READ filled the socket of
     # an initiator that reads slowly), then the task ends some other way.
-    slow = cfg(imm_data=False, initial_r2t=True, slow=True) + ua
+    slow = start(imm_data=False, initial_r2t=True, slow=True)
     fill = PDU(cmd(1, read10(0, 128), 128 * blk, R))
     w = PDU(cmd(2, write10(0, 16), 16 * blk, W))
     s["r2t-queued-abort-task"] = slow + fill + w + PDU(tmf(1, 3, ref_itt=2)) + TURN(3) + DRAIN() + TURN(3) + DRAIN()
@@ -194,61 +203,98 @@ def ffp_seeds():
         PDU(cmd(22, CDB["tur"], 0)) + PDU(cmd(23, write10(0, 4), 4 * blk, W)) + DRAIN() + DATA(0) + DRAIN()
     for k in ("abort-task", "lun-reset", "wrong-offset", "all-data-early"):
         s["r2t-queued-%s-then-more" % k] = s["r2t-queued-" + k] + after
-    s["abort-in-exec"] = cfg() + ua + PDU(cmd(1, read16(0, 1024), 1024 * blk, R)) + PDU(tmf(1, 2, ref_itt=1)) + \
-        DRAIN() + DRAIN()
-    s["abort-not-arrived"] = cfg() + PDU(tmf(1, 2, ref_itt=7, refcmdsn=2, cmdsn=3), flags=0x10) + \
+    # several PDUs read in one go: a TMF or a close finds commands still in
+    # the SCSI layer (EXEC), which end when the backstore completes them
+    # (a READ of a memory LUN without data digest completes at once, zero-copy)
+    rd = PDU(cmd(1, read16(0, 64), 64 * blk, R)) + PDU(cmd(2, write10(0, 1), blk, W, dlen=blk))
+    s["abort-in-exec"] = start() + BATCH() + rd + PDU(tmf(1, 3, ref_itt=2)) + BATCH() + TURN() + DRAIN()
+    s["abort-read-in-exec-ddigest"] = start(ddigest=True) + BATCH() + rd + PDU(tmf(1, 3, ref_itt=1)) + \
+        PDU(tmf(1, 4, ref_itt=2)) + BATCH() + TURN() + DRAIN()
+    s["lun-reset-in-exec"] = start() + BATCH() + rd + PDU(tmf(5, 3)) + BATCH() + TURN() + DRAIN()
+    s["warm-reset-in-exec"] = start() + BATCH() + rd + PDU(tmf(6, 3)) + BATCH() + TURN() + DRAIN()
+    s["abort-task-set-in-exec"] = start() + BATCH() + rd + PDU(tmf(2, 3)) + PDU(tmf(4, 4)) + BATCH() + \
+        TURN() + DRAIN()
+    s["close-in-exec"] = start() + BATCH() + rd + TURN() + CLOSE()
+    s["logout-in-exec"] = start() + BATCH() + rd + PDU(logout(3, 0)) + BATCH() + TURN() + DRAIN()
+    caw = bytes([0x89, 0]) + struct.pack(">Q", 8) + bytes(3) + bytes([1, 0, 0])
+    s["caw-race"] = start() + BATCH() + PDU(cmd(1, caw, 2 * blk, W, dlen=2 * blk)) + \
+        PDU(cmd(2, caw, 2 * blk, W, dlen=2 * blk)) + PDU(cmd(3, write10(8, 1), blk, W, dlen=blk)) + \
+        PDU(tmf(1, 4, ref_itt=2)) + BATCH() + TURN() + DRAIN()
+    s["abort-not-arrived"] = start() + PDU(tmf(1, 2, ref_itt=7, refcmdsn=2, cmdsn=3), flags=0x10) + \
         PDU(cmd(1, CDB["tur"], 0, cmdsn=1), flags=0x10) + PDU(cmd(7, CDB["tur"], 0, cmdsn=2), flags=0x10) + \
         PDU(cmd(8, CDB["tur"], 0, cmdsn=3), flags=0x10) + DRAIN()
-    s["tmf-all"] = cfg() + b"".join(PDU(tmf(f, 10 + f, ref_itt=1)) for f in range(1, 9)) + DRAIN()
-    s["tmf-no-lun"] = cfg() + PDU(tmf(5, 2, lun=9)) + PDU(tmf(2, 3, lun=200)) + DRAIN()
-    s["data-out-timeout"] = cfg(imm_data=False, initial_r2t=True) + PDU(cmd(1, write10(0, 8), 4096, W)) + \
+    s["tmf-all"] = start() + b"".join(PDU(tmf(f, 10 + f, ref_itt=1)) for f in range(1, 9)) + DRAIN()
+    s["tmf-no-lun"] = start() + PDU(tmf(5, 2, lun=9)) + PDU(tmf(2, 3, lun=200)) + DRAIN()
+    s["data-out-timeout"] = start(imm_data=False, initial_r2t=True) + PDU(cmd(1, write10(0, 8), 4096, W)) + \
         DRAIN() + TIME(12) + TIME(2) + DRAIN()
-    s["nop-ping-timeout"] = cfg() + TIME(12) + DRAIN() + TIME(12) + TIME(2) + DRAIN()
-    s["nop-echo"] = cfg() + PDU(nop_out(1, dlen=100), b"ping" * 25) + PDU(nop_out(2, imm=False)) + \
+    s["nop-ping-timeout"] = start() + TIME(12) + DRAIN() + TIME(12) + TIME(2) + DRAIN()
+    s["nop-echo"] = start() + PDU(nop_out(1, dlen=100), b"ping" * 25) + PDU(nop_out(2, imm=False)) + \
         PDU(nop_out(RSVD)) + DRAIN()
     h, body = text(1, b"SendTargets=All\0")
-    s["text-sendtargets"] = cfg() + PDU(h, body) + DRAIN()
+    s["text-sendtargets"] = start() + PDU(h, body) + DRAIN()
     h, body = text(1, b"SendTargets=All\0X-vendor=1\0MaxBurstLength=512\0")
-    s["text-continued"] = cfg(mrdsl=0) + PDU(h, body) + DRAIN() + \
+    s["text-continued"] = start(mrdsl=0) + PDU(h, body) + DRAIN() + \
         PDU(bhs(OP_TEXT, F, imm=True, itt=2, f20=1)) + DRAIN()
-    s["logout-session"] = cfg() + PDU(cmd(1, read10(0, 8), 4096, R)) + PDU(logout(2, 0)) + DRAIN()
-    s["logout-connection"] = cfg() + PDU(logout(2, 1)) + DRAIN()
-    s["logout-other-cid"] = cfg() + PDU(logout(2, 1, cid=5)) + PDU(logout(3, 2)) + DRAIN()
-    s["rejects"] = cfg() + PDU(bhs(OP_SNACK, F, itt=1)) + PDU(bhs(0x1C, F, itt=2, dlen=8), bytes(8)) + \
+    s["logout-session"] = start() + PDU(cmd(1, read10(0, 8), 4096, R)) + PDU(logout(2, 0)) + DRAIN()
+    s["logout-connection"] = start() + PDU(logout(2, 1)) + DRAIN()
+    s["logout-other-cid"] = start() + PDU(logout(2, 1, cid=5)) + PDU(logout(3, 2)) + DRAIN()
+    s["rejects"] = start() + PDU(bhs(OP_SNACK, F, itt=1)) + PDU(bhs(0x1C, F, itt=2, dlen=8), bytes(8)) + \
         PDU(bhs(OP_LOGIN, 0x87, imm=True, itt=3)) + DRAIN()
-    s["data-digest-error"] = cfg(hdigest=True, ddigest=True) + \
+    s["data-digest-error"] = start(hdigest=True, ddigest=True) + \
         bytes([0x40 | AUTO]) + cmd(1, write10(0, 1), blk, W, dlen=blk) + \
         PDU(cmd(2, write10(0, 1), blk, W, dlen=blk)) + DRAIN()
-    s["digests"] = cfg(hdigest=True, ddigest=True, mrdsl=1) + ua + PDU(cmd(1, read10(0, 16), 8192, R)) + \
+    s["digests"] = start(hdigest=True, ddigest=True, mrdsl=1) + PDU(cmd(1, read10(0, 16), 8192, R)) + \
         PDU(cmd(2, write10(0, 2), 1024, W, dlen=1024)) + PDU(nop_out(3, dlen=16), bytes(16)) + DRAIN()
-    s["task-set-full"] = cfg() + b"".join(PDU(cmd(i, read10(i, 1), blk, R)) for i in range(1, 12)) + DRAIN()
-    s["cmdsn-window"] = cfg() + PDU(cmd(1, CDB["tur"], 0, cmdsn=3), flags=0x10) + \
+    s["task-set-full"] = start() + b"".join(PDU(cmd(i, read10(i, 1), blk, R)) for i in range(1, 12)) + DRAIN()
+    s["cmdsn-window"] = start() + PDU(cmd(1, CDB["tur"], 0, cmdsn=3), flags=0x10) + \
         PDU(cmd(2, CDB["tur"], 0, cmdsn=2), flags=0x10) + PDU(cmd(3, CDB["tur"], 0, cmdsn=1), flags=0x10) + \
         PDU(cmd(4, CDB["tur"], 0, cmdsn=100), flags=0x10) + PDU(cmd(5, CDB["tur"], 0, cmdsn=0), flags=0x10) + \
         DRAIN()
-    s["spc-commands"] = cfg() + b"".join(
+    s["spc-commands"] = start() + b"".join(
         PDU(cmd(i + 1, CDB[k], 255, R)) for i, k in enumerate(sorted(CDB))) + DRAIN()
-    s["bidi"] = cfg() + PDU(cmd(1, write10(0, 1), blk, R | W, dlen=blk)) + DRAIN()
+    s["bidi"] = start() + PDU(cmd(1, write10(0, 1), blk, R | W, dlen=blk)) + DRAIN()
     caw = bytes([0x89, 0]) + struct.pack(">Q", 0) + bytes(3) + bytes([1, 0, 0])
-    s["compare-and-write"] = cfg() + PDU(cmd(1, caw, 2 * blk, W, dlen=2 * blk)) + DRAIN()
+    s["compare-and-write"] = start() + PDU(cmd(1, caw, 2 * blk, W, dlen=2 * blk)) + DRAIN()
     ws = bytes([0x93, 0x08]) + struct.pack(">QI", 0, 64) + bytes(2)
-    s["write-same-unmap"] = cfg() + PDU(cmd(1, ws, blk, W, dlen=blk)) + DRAIN()
+    s["write-same-unmap"] = start() + PDU(cmd(1, ws, blk, W, dlen=blk)) + DRAIN()
     unmap_list = struct.pack(">HH4xQI4x", 22, 16, 8, 32)
     unmap = bytes([0x42]) + bytes(6) + struct.pack(">H", len(unmap_list)) + bytes(1)
-    s["unmap"] = cfg() + PDU(cmd(1, unmap, len(unmap_list), W, dlen=len(unmap_list)), unmap_list) + DRAIN()
+    s["unmap"] = start() + PDU(cmd(1, unmap, len(unmap_list), W, dlen=len(unmap_list)), unmap_list) + DRAIN()
     prout_list = struct.pack(">QQ", 0, 0x1234) + bytes(8)
     prout = bytes([0x5F, 0x00, 0x00, 0, 0, 0]) + struct.pack(">I", len(prout_list)) + bytes(2)
     prout_res = bytes([0x5F, 0x01, 0x03, 0, 0, 0]) + struct.pack(">I", 24) + bytes(2)
-    s["persistent-reserve"] = cfg() + \
+    s["persistent-reserve"] = start() + \
         PDU(cmd(1, prout, len(prout_list), W, dlen=len(prout_list)), prout_list) + \
         PDU(cmd(2, prout_res, 24, W, dlen=24), struct.pack(">Q", 0x1234) + bytes(16)) + \
         PDU(cmd(3, bytes([0x5E, 0]) + bytes(5) + struct.pack(">H", 256) + bytes(1), 256, R)) + DRAIN()
     # Extended CDB in an AHS (RFC 7143 11.2.1.3): a 32-byte CDB.
     ext = cmd(1, bytes([0x7F, 0, 0, 0, 0, 0, 0, 24]) + bytes(8), 512, R)
     ext = ext[:4] + bytes([5]) + ext[5:]
-    s["extended-cdb-ahs"] = cfg() + bytes([AUTO]) + ext + struct.pack(">HBB", 17, 1, 0) + bytes(16) + DRAIN()
-    s["half-close"] = cfg() + ua + PDU(cmd(1, read10(0, 64), 64 * blk, R)) + SHUT() + DRAIN() + TURN(5) + DRAIN()
-    s["raw-short-pdu"] = cfg() + RAW(bytes([0x01, 0x81]) + bytes(20)) + TURN(2) + DRAIN()
+    s["extended-cdb-ahs"] = start() + bytes([AUTO]) + ext + struct.pack(">HBB", 17, 1, 0) + bytes(16) + DRAIN()
+    s["half-close"] = start() + PDU(cmd(1, read10(0, 64), 64 * blk, R)) + SHUT() + DRAIN() + TURN(5) + DRAIN()
+    s["tasks-exhausted"] = start(slow=True) + \
+        b"".join(PDU(cmd(i, read10(0, 16), 16 * blk, R, imm=True)) for i in range(1, 40)) + DRAIN()
+    s["immediate-data-refused"] = start(imm_data=False) + PDU(cmd(1, write10(0, 1), blk, W, dlen=blk)) + DRAIN()
+    s["unsolicited-refused"] = start(initial_r2t=True) + PDU(cmd(1, write10(0, 8), 8 * blk, W, final=False)) + \
+        UNSOL(2) + DRAIN()
+    s["data-out-unknown-ttt"] = start(imm_data=False, initial_r2t=True) + PDU(cmd(1, write10(0, 8), 8 * blk, W)) + \
+        DRAIN() + PDU(data_out(1, 0x7770000, 0, 0, 512, True), flags=0x10) + DRAIN()
+    s["data-out-too-long"] = start(imm_data=False, initial_r2t=True) + PDU(cmd(1, write10(0, 64), 64 * blk, W)) + \
+        DRAIN() + PDU(data_out(1, 0x10000, 0, 0, 16384, True), flags=0x10) + DRAIN()
+    s["data-out-digest-error"] = start(imm_data=False, initial_r2t=True, ddigest=True) + \
+        PDU(cmd(1, write10(0, 8), 8 * blk, W)) + DRAIN() + DATA(0, 0x40) + DRAIN()
+    s["data-out-datasn-wrong"] = start(imm_data=False, initial_r2t=True) + PDU(cmd(1, write10(0, 64), 64 * blk, W)) + \
+        DRAIN() + DATA(0, 0x80) + DRAIN()
+    s["data-out-partial-then-abort"] = start(imm_data=False, initial_r2t=True) + \
+        PDU(cmd(1, write10(0, 64), 64 * blk, W)) + DRAIN() + DATA(0, 0x08) + PDU(tmf(1, 2, ref_itt=1)) + DRAIN()
+    s["nop-digest-error"] = start(ddigest=True) + bytes([0x40 | AUTO]) + nop_out(1, dlen=8) + DRAIN()
+    s["text-digest-error"] = start(ddigest=True) + bytes([0x40 | AUTO]) + text(1, b"SendTargets=All\0")[0] + DRAIN()
+    s["logout-then-command"] = start() + PDU(logout(1, 0)) + PDU(cmd(2, CDB["tur"], 0)) + DRAIN()
+    s["close-with-output-queued"] = start(slow=True) + PDU(cmd(1, read10(0, 128), 128 * blk, R)) + \
+        PDU(cmd(2, write10(0, 16), 16 * blk, W)) + PDU(nop_out(3, dlen=512)) + TURN(3) + CLOSE()
+    s["pending-tx-limit"] = start(slow=True) + \
+        b"".join(PDU(nop_out(i, dlen=8192)) for i in range(1, 12)) + TURN(5) + DRAIN(4) + TURN(5) + DRAIN()
+    s["raw-short-pdu"] = start() + RAW(bytes([0x01, 0x81]) + bytes(20)) + TURN(2) + DRAIN()
     return s
 
 
@@ -287,33 +333,38 @@ NORMAL = [("InitiatorName", "iqn.2025-01.org.targetd.fuzz:raw"),
 def pdu_seeds():
     s = {}
     blk = 512
-    # the bench logs in: the stream is full feature phase
-    base = cfg() + b"\x01"
-    s["read-write"] = base + pdu(cmd(1, read10(0, 8), 4096, R, cmdsn=1)) + \
-        pdu(cmd(2, write10(0, 1), blk, W, dlen=blk, cmdsn=2), b"\x5a" * blk) + \
-        pdu(cmd(3, write10(8, 4), 4 * blk, W, final=False, dlen=blk, cmdsn=3), bytes(blk)) + \
+    # the bench logs in: the stream is full feature phase, and its first
+    # command (CmdSN 1) takes the power-on unit attention
+    ua = pdu(cmd(99, CDB["tur"], 0, cmdsn=1))
+    base = cfg() + b"\x01" + ua
+    s["read-write"] = base + pdu(cmd(1, read10(0, 8), 4096, R, cmdsn=2)) + \
+        pdu(cmd(2, write10(0, 1), blk, W, dlen=blk, cmdsn=3), b"\x5a" * blk) + \
+        pdu(cmd(3, write10(8, 4), 4 * blk, W, final=False, dlen=blk, cmdsn=4), bytes(blk)) + \
         pdu(data_out(3, RSVD, 0, blk, 3 * blk, True), bytes(3 * blk))
-    s["r2t-guessed-ttt"] = cfg(imm_data=False, initial_r2t=True) + b"\x02" + \
-        pdu(cmd(1, write10(0, 16), 16 * blk, W, cmdsn=1)) + \
+    s["r2t-guessed-ttt"] = cfg(imm_data=False, initial_r2t=True) + b"\x02" + ua + \
+        pdu(cmd(1, write10(0, 16), 16 * blk, W, cmdsn=2)) + \
         pdu(data_out(1, 0x10000, 0, 0, 8192, True), bytes(8192))
     s["nop-text-tmf-logout"] = base + pdu(nop_out(1, dlen=7), b"1234567") + \
         pdu(*text(2, b"SendTargets=All\0")) + pdu(tmf(2, 3)) + pdu(tmf(1, 4, ref_itt=99)) + \
         pdu(bhs(OP_SNACK, F, itt=5)) + pdu(logout(6, 0))
     s["ahs-and-padding"] = base + \
-        (lambda h: h[:4] + bytes([2]) + h[5:])(cmd(1, CDB["inquiry"], 96, R, cmdsn=1)) + \
+        (lambda h: h[:4] + bytes([2]) + h[5:])(cmd(1, CDB["inquiry"], 96, R, cmdsn=2)) + \
         struct.pack(">HBB", 5, 1, 0) + bytes(4) + pdu(nop_out(2, dlen=3), b"abc")
-    s["too-long-segment"] = base + cmd(1, write10(0, 64), 32768, W, dlen=16384, cmdsn=1) + bytes(64)
+    s["too-long-segment"] = base + cmd(1, write10(0, 64), 32768, W, dlen=16384, cmdsn=2) + bytes(64)
+    s["digests-wrong"] = cfg(hdigest=True) + b"\x04" + ua + bytes(4) + pdu(cmd(1, CDB["tur"], 0, cmdsn=2))
     # the stream logs in itself: the Login Requests are read raw
     raw = cfg(no_login=True) + b"\x03"
-    s["login-operational"] = raw + login_request(NORMAL) + pdu(cmd(1, CDB["inquiry"], 96, R, cmdsn=1))
+    s["login-operational"] = raw + login_request(NORMAL) + ua + pdu(cmd(1, CDB["inquiry"], 96, R, cmdsn=2))
     s["login-security-stage"] = raw + \
         login_request(NORMAL[:3] + [("AuthMethod", "None")], csg=0, nsg=1) + \
-        login_request(NORMAL[3:], csg=1, nsg=3) + pdu(cmd(1, CDB["tur"], 0, cmdsn=1))
+        login_request(NORMAL[3:], csg=1, nsg=3) + ua + pdu(cmd(1, CDB["tur"], 0, cmdsn=2))
     s["login-discovery"] = raw + \
         login_request([("InitiatorName", "iqn.2025-01.org.targetd.fuzz:raw"), ("SessionType", "Discovery")]) + \
-        pdu(*text(1, b"SendTargets=All\0")) + pdu(logout(2, 0))
+        pdu(*text(1, b"SendTargets=All\0")) + pdu(cmd(2, CDB["tur"], 0, cmdsn=1)) + pdu(logout(3, 0))
     s["login-continue"] = raw + login_request(NORMAL[:2], transit=False) + login_request(NORMAL[2:])
     s["login-then-garbage"] = raw + login_request(NORMAL) + bytes(range(256))
+    s["login-digests"] = raw + login_request(NORMAL[:3] + [("HeaderDigest", "CRC32C,None"),
+                                                         ("DataDigest", "CRC32C")]) + ua
     s["not-login-first"] = raw + pdu(cmd(1, CDB["tur"], 0))
     return s
 
