@@ -1,8 +1,8 @@
 /*
- * fuzz_ffp: the full-feature-phase state machine of one connection
- * (targetd/conn.c, session.c, tmf.c, login.c's Text requests), with the
- * transmit ring, the task lifecycle and a memory LUN behind it
- * (fuzz_net.h). The bench logs in; the input is a program of operations
+ * fuzz_ffp: the full-feature-phase state machine of a session of one or
+ * two connections (targetd/conn.c, session.c, tmf.c, login.c's Text
+ * requests), with the transmit ring, the task lifecycle and memory LUNs
+ * behind it (fuzz_net.h). The bench logs in; the input is a program of operations
  * the initiator performs, so that orders like "a WRITE's R2T waits in the
  * transmit ring because the initiator reads slowly, then ABORT TASK, then
  * the initiator reads" take a few bytes.
@@ -29,8 +29,10 @@
  *   5 TIME     move the clock on by (operand + 1) x 500 ms.
  *   6 RAW      operand bytes written as they are.
  *   7 CLOSE    with flag 0x08 half-close (SHUT_WR) and go on; with flag
- *              0x10 switch batching on or off and go on; else close at
- *              once, whatever the target has not sent yet.
+ *              0x10 switch batching on or off and go on; with flag 0x20
+ *              go on on the session's other connection (the first time,
+ *              it logs in: CID 1, the session's TSIH); else close every
+ *              connection at once, whatever the target has not sent yet.
  * After each operation the loop turns twice, unless batching is on: then
  * the PDUs pile up in the socket until a TURN, DRAIN or TIME, and the
  * target reads them in one go (a TMF then finds the command it names still
@@ -95,7 +97,7 @@ static void op_pdu(struct reader *r, uint8_t flags)
 			fz.cmdsn++;
 	}
 	if (flags & 0x10)
-		fz_put_be32(bhs + 28, fz.exp_statsn);
+		fz_put_be32(bhs + 28, FZ_CUR->exp_statsn);
 	if ((flags & 0x20) && fz_be32(bhs + 16) != ISCSI_RSVD_TAG) {
 		fz_put_be32(bhs + 16, bhs[19] & 7);
 		if (op == ISCSI_OP_TMF_REQ)
@@ -132,7 +134,7 @@ static void data_out(uint32_t itt, uint32_t ttt, const uint8_t *lun, uint32_t da
 	memcpy(bhs + 8, lun, 8);
 	fz_put_be32(bhs + 16, itt);
 	fz_put_be32(bhs + 20, ttt);
-	fz_put_be32(bhs + 28, fz.exp_statsn);
+	fz_put_be32(bhs + 28, FZ_CUR->exp_statsn);
 	fz_put_be32(bhs + 36, datasn);
 	fz_put_be32(bhs + 40, off);
 	fz_send_pdu(bhs, NULL, 0, pattern, len < sizeof(pattern) ? len : sizeof(pattern), bad_digest);
@@ -231,6 +233,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				fz_shut_wr();
 			else if (flags & 0x10)
 				batch = !batch;
+			else if (flags & 0x20)
+				fz_switch();
 			else
 				stop = true;
 			break;

@@ -44,11 +44,7 @@ static struct {
 	struct targetd_runtime runtime;
 	struct net_thread thr;
 	uint64_t clock;
-	int peer;                  /* the initiator's end */
-	/* the target's output, parsed as it comes */
-	uint8_t *out;
-	size_t out_len, out_cap;
-	bool out_digests;
+	struct fz_conn *parsing;   /* whose output check_pdu() is reading */
 } B;
 
 /* Commands in flight by ITT, for the checks of Data-In, R2T and status. */
@@ -310,10 +306,10 @@ static void check_sn(const uint8_t *b, uint8_t op)
 
 	if (op == ISCSI_OP_DATA_IN && !(b[1] & 0x01)) {
 		/* no StatSN without status */
-	} else if (statsn != fz.exp_statsn) {
+	} else if (statsn != B.parsing->exp_statsn) {
 		fz_fail("sent a StatSN out of order", b);
 	} else if (advances) {
-		fz.exp_statsn++;
+		B.parsing->exp_statsn++;
 	}
 	if (sn_lt(max, exp - 1))
 		fz_fail("announced a MaxCmdSN below ExpCmdSN - 1", b);
@@ -325,18 +321,25 @@ static void check_login_rsp(const uint8_t *b, const uint8_t *data, uint32_t dlen
 {
 	uint16_t status = (uint16_t)(b[36] << 8 | b[37]);
 
+	struct fz_conn *c = B.parsing;
+
 	(void)data;
 	(void)dlen;
-	if (fz.ffp)
+	if (c->ffp)
 		fz_fail("sent a Login Response in full feature phase", b);
 	if (status) {
-		fprintf(stderr, "fuzz_net: login refused with status %#06x\n", status);
-		abort();
+		if (c == &fz.conn[0]) {
+			fprintf(stderr, "fuzz_net: login refused with status %#06x\n", status);
+			abort();
+		}
+		return;   /* joining a session that ended: the target closes */
 	}
 	if ((b[1] & 0x80) && (b[1] & 3) == ISCSI_STAGE_FULL_FEATURE) {
-		fz.ffp = true;
-		fz.exp_statsn = fz_be32(b + 24) + 1;
-		B.out_digests = true;   /* digests start with the next PDU */
+		c->ffp = true;
+		c->exp_statsn = fz_be32(b + 24) + 1;
+		c->out_digests = true;   /* digests start with the next PDU */
+		if (c == &fz.conn[0])
+			fz.tsih = (uint16_t)(b[14] << 8 | b[15]);
 	}
 }
 
@@ -392,7 +395,7 @@ static void check_pdu(const uint8_t *b, const uint8_t *data, uint32_t dlen)
 		check_login_rsp(b, data, dlen);
 		return;
 	}
-	if (!fz.ffp)
+	if (!B.parsing->ffp)
 		fz_fail("sent a PDU other than a Login Response before login completed", b);
 	if (dlen > fz.login.mrdsl)
 		fz_fail("sent a data segment over the initiator's MaxRecvDataSegmentLength", b);
@@ -422,15 +425,16 @@ static void check_pdu(const uint8_t *b, const uint8_t *data, uint32_t dlen)
 	}
 }
 
-/* Parse every complete PDU in the output buffer. */
-static void parse_out(void)
+/* Parse every complete PDU in c's output buffer. */
+static void parse_out(struct fz_conn *c)
 {
 	size_t pos = 0;
 
+	B.parsing = c;
 	for (;;) {
-		const uint8_t *b = B.out + pos;
-		size_t left = B.out_len - pos;
-		bool hd = B.out_digests && fz.login.hdigest, dd = B.out_digests && fz.login.ddigest;
+		const uint8_t *b = c->out + pos;
+		size_t left = c->out_len - pos;
+		bool hd = c->out_digests && fz.login.hdigest, dd = c->out_digests && fz.login.ddigest;
 		size_t hl = 48 + (hd ? 4 : 0), dl;
 		uint32_t dlen;
 
@@ -448,37 +452,42 @@ static void parse_out(void)
 		check_pdu(b, b + hl, dlen);
 		pos += hl + dl;
 	}
-	memmove(B.out, B.out + pos, B.out_len - pos);
-	B.out_len -= pos;
+	memmove(c->out, c->out + pos, c->out_len - pos);
+	c->out_len -= pos;
 }
 
-size_t fz_drain(size_t max)
+static size_t drain_conn(struct fz_conn *c, size_t max)
 {
 	size_t got = 0;
 
-	while (!max || got < max) {
+	while (c->peer >= 0 && (!max || got < max)) {
 		size_t want = max ? max - got : 65536;
 		ssize_t r;
 
-		if (B.out_cap - B.out_len < want) {
-			size_t cap = B.out_len + want + 65536;
-			uint8_t *n = realloc(B.out, cap);
+		if (c->out_cap - c->out_len < want) {
+			size_t cap = c->out_len + want + 65536;
+			uint8_t *n = realloc(c->out, cap);
 			if (!n)
 				abort();
-			B.out = n;
-			B.out_cap = cap;
+			c->out = n;
+			c->out_cap = cap;
 		}
-		r = recv(B.peer, B.out + B.out_len, want, MSG_DONTWAIT);
+		r = recv(c->peer, c->out + c->out_len, want, MSG_DONTWAIT);
 		if (r <= 0)
 			break;
 		got += (size_t)r;
 		fz.out_bytes += (uint64_t)r;
 		if (fz.login.no_login)
 			continue;   /* the input negotiated digests the bench does not know */
-		B.out_len += (size_t)r;
-		parse_out();
+		c->out_len += (size_t)r;
+		parse_out(c);
 	}
 	return got;
+}
+
+size_t fz_drain(size_t max)
+{
+	return drain_conn(FZ_CUR, max);
 }
 
 void fz_drain_all(void)
@@ -486,7 +495,9 @@ void fz_drain_all(void)
 	unsigned quiet = 0;
 
 	for (unsigned i = 0; i < 4096 && quiet < 2; i++) {
-		size_t n = fz_drain(0);
+		size_t n = 0;
+		for (unsigned k = 0; k < FZ_CONNS; k++)
+			n += drain_conn(&fz.conn[k], 0);
 		fz_turns(1);
 		quiet = n ? 0 : quiet + 1;
 	}
@@ -518,8 +529,8 @@ void fz_send(const void *buf, size_t len)
 	const uint8_t *p = buf;
 	unsigned stuck = 0;
 
-	while (len && !fz.closed && stuck < 64) {
-		ssize_t w = send(B.peer, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (len && !FZ_CUR->closed && stuck < 64) {
+		ssize_t w = send(FZ_CUR->peer, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (w > 0) {
 			p += w;
@@ -561,7 +572,7 @@ void fz_send_pdu(const uint8_t bhs[48], const uint8_t *ahs, size_t ahs_len,
 	memcpy(hdr, bhs, 48);
 	if (hl > 48)
 		memcpy(hdr + 48, ahs, hl - 48);
-	if (fz.ffp && fz.login.hdigest) {
+	if (FZ_CUR->ffp && fz.login.hdigest) {
 		crc32c_put(hdr + hl, crc32c(hdr, hl));
 		hl += 4;
 	}
@@ -582,12 +593,13 @@ void fz_send_pdu(const uint8_t bhs[48], const uint8_t *ahs, size_t ahs_len,
 	if (bad_ddigest)
 		crc ^= 1;
 	crc32c_put(trail + pad, crc);
-	fz_send(trail, pad + (fz.ffp && fz.login.ddigest ? 4u : 0u));
+	fz_send(trail, pad + (FZ_CUR->ffp && fz.login.ddigest ? 4u : 0u));
 }
 
 void fz_shut_wr(void)
 {
-	shutdown(B.peer, SHUT_WR);
+	if (FZ_CUR->peer >= 0)
+		shutdown(FZ_CUR->peer, SHUT_WR);
 }
 
 /* ---- an input's life ---------------------------------------------------- */
@@ -605,8 +617,9 @@ static void add_key(char *text, size_t *len, const char *fmt, ...)
 }
 
 /* One Login Request from the operational stage straight to full feature
- * phase (no authentication: the target has no CHAP). */
-static void login(const struct fz_login *l)
+ * phase (no authentication: the target has no CHAP): the leading login of
+ * the session (connection 0), or connection k joining it with its TSIH. */
+static void login(const struct fz_login *l, unsigned k)
 {
 	char text[1024];
 	size_t len = 0;
@@ -617,13 +630,16 @@ static void login(const struct fz_login *l)
 	add_key(text, &len, "SessionType=Normal");
 	add_key(text, &len, "HeaderDigest=%s", l->hdigest ? "CRC32C" : "None");
 	add_key(text, &len, "DataDigest=%s", l->ddigest ? "CRC32C" : "None");
-	add_key(text, &len, "ImmediateData=%s", l->immediate_data ? "Yes" : "No");
-	add_key(text, &len, "InitialR2T=%s", l->initial_r2t ? "Yes" : "No");
 	add_key(text, &len, "MaxRecvDataSegmentLength=%u", l->mrdsl);
-	add_key(text, &len, "MaxBurstLength=%u", l->max_burst);
-	add_key(text, &len, "FirstBurstLength=%u", l->first_burst);
-	add_key(text, &len, "MaxOutstandingR2T=%u", l->max_r2t);
-	add_key(text, &len, "ErrorRecoveryLevel=0");
+	if (k == 0) {   /* leading only (RFC 7143 13) */
+		add_key(text, &len, "ImmediateData=%s", l->immediate_data ? "Yes" : "No");
+		add_key(text, &len, "InitialR2T=%s", l->initial_r2t ? "Yes" : "No");
+		add_key(text, &len, "MaxBurstLength=%u", l->max_burst);
+		add_key(text, &len, "FirstBurstLength=%u", l->first_burst);
+		add_key(text, &len, "MaxOutstandingR2T=%u", l->max_r2t);
+		add_key(text, &len, "MaxConnections=%u", FZ_CONNS);
+		add_key(text, &len, "ErrorRecoveryLevel=0");
+	}
 	bhs[0] = ISCSI_OP_LOGIN_REQ | ISCSI_FLAG_IMMEDIATE;
 	bhs[1] = ISCSI_LOGIN_TRANSIT | ISCSI_STAGE_OPERATIONAL << 2 | ISCSI_STAGE_FULL_FEATURE;
 	bhs[5] = (uint8_t)(len >> 16);
@@ -631,14 +647,17 @@ static void login(const struct fz_login *l)
 	bhs[7] = (uint8_t)len;
 	bhs[8] = 0x80;   /* ISID: random qualifier */
 	bhs[13] = 0x01;
-	fz_put_be32(bhs + 16, 0x10000);   /* ITT */
+	bhs[14] = (uint8_t)(fz.tsih >> 8);
+	bhs[15] = (uint8_t)fz.tsih;
+	fz_put_be32(bhs + 16, 0x10000 + k);   /* ITT */
+	bhs[21] = (uint8_t)k;                  /* CID */
 	fz_put_be32(bhs + 24, fz.cmdsn);
 	fz_send_pdu(bhs, NULL, 0, (const uint8_t *)text, len, false);
-	for (unsigned i = 0; i < 8 && !fz.ffp; i++) {
+	for (unsigned i = 0; i < 8 && !FZ_CUR->ffp; i++) {
 		fz_turns(1);
 		fz_drain(0);
 	}
-	if (!fz.ffp) {
+	if (k == 0 && !FZ_CUR->ffp) {
 		fprintf(stderr, "fuzz_net: no final Login Response\n");
 		abort();
 	}
@@ -647,10 +666,32 @@ static void login(const struct fz_login *l)
 	fz.target_mrdsl = B.conf.max_recv_data_segment_length;
 }
 
+/* Connection k: a socketpair whose one end the network thread adopts. */
+static void open_conn(unsigned k)
+{
+	struct fz_conn *fc = &fz.conn[k];
+	struct iscsi_conn *c;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		abort();
+	if (fz.login.slow_reader) {
+		int one = 1;
+		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+	}
+	fc->peer = sv[1];
+	fc->closed = false;
+	limit_conn_opened();   /* as the acceptor counts it */
+	c = net_thread_add_conn(&B.thr, sv[0], &target_runtime->portals[0]);
+	if (!c)
+		abort();
+	snprintf(c->peer, sizeof(c->peer), "fuzz-%u", k);
+}
+
 void fz_begin(const struct fz_login *l)
 {
-	int sv[2];
-	struct iscsi_conn *c;
+	uint8_t *out[FZ_CONNS];
+	size_t cap[FZ_CONNS];
 
 	if (!B.ready)
 		bench_setup();
@@ -660,35 +701,45 @@ void fz_begin(const struct fz_login *l)
 		fprintf(stderr, "fuzz_net: the runtime cannot be built\n");
 		abort();
 	}
+	for (unsigned k = 0; k < FZ_CONNS; k++) {   /* the buffers stay */
+		out[k] = fz.conn[k].out;
+		cap[k] = fz.conn[k].out_cap;
+	}
 	memset(&fz, 0, sizeof(fz));
+	for (unsigned k = 0; k < FZ_CONNS; k++) {
+		fz.conn[k].out = out[k];
+		fz.conn[k].out_cap = cap[k];
+		fz.conn[k].peer = -1;
+		fz.conn[k].closed = true;
+	}
 	fz.login = *l;
 	fz.cmdsn = 1;
 	n_tasks = 0;
-	B.out_len = 0;
-	B.out_digests = false;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
-		abort();
-	if (l->slow_reader) {
-		int one = 1;
-		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
-	}
-	B.peer = sv[1];
 	B.thr.last_tick = B.clock;
-	limit_conn_opened();   /* as the acceptor counts it */
-	c = net_thread_add_conn(&B.thr, sv[0], &target_runtime->portals[0]);
-	if (!c)
-		abort();
-	snprintf(c->peer, sizeof(c->peer), "fuzz");
+	open_conn(0);
 	if (!l->no_login)
-		login(l);
+		login(l, 0);
+}
+
+void fz_switch(void)
+{
+	fz.cur = (fz.cur + 1) % FZ_CONNS;
+	if (FZ_CUR->peer < 0 && !fz.login.no_login) {
+		open_conn(fz.cur);
+		login(&fz.login, fz.cur);
+	}
 }
 
 void fz_end(void)
 {
 	unsigned i;
 
-	close(B.peer);
-	fz.closed = true;
+	for (unsigned k = 0; k < FZ_CONNS; k++) {
+		if (fz.conn[k].peer >= 0)
+			close(fz.conn[k].peer);
+		fz.conn[k].peer = -1;
+		fz.conn[k].closed = true;
+	}
 	for (i = 0; i < FZ_END_TURNS; i++) {
 		if (!B.thr.n_conns && list_empty(&B.thr.graveyard) && !io_engine_inflight(B.thr.eng) &&
 		    !iscsi_session_count())

@@ -1,8 +1,8 @@
 /*
  * The transport harnesses' bench (fuzz_net.c): one network thread driven
  * turn by turn on the caller's thread, a runtime with two memory LUNs, and
- * one connection on a socketpair whose other end the harness plays the
- * initiator on. Used by fuzz_pdu.c (the PDU reader fed a raw byte stream)
+ * a session of one or two connections on socketpairs whose other ends the
+ * harness plays the initiator on. Used by fuzz_pdu.c (the PDU reader fed a raw byte stream)
  * and fuzz_ffp.c (the full-feature-phase state machine fed PDUs).
  *
  * DESIGN: everything runs on the calling thread (libFuzzer's): the network
@@ -50,13 +50,25 @@ struct fz_r2t {
 };
 #define FZ_R2TS 8
 
+/* One connection of the session, from the initiator's side. */
+struct fz_conn {
+	int peer;                /* the initiator's end of the socketpair; -1 */
+	bool ffp;                /* logged in */
+	bool closed;             /* the initiator closed it (or never opened it) */
+	uint32_t exp_statsn;     /* next StatSN expected from the target */
+	uint8_t *out;            /* the target's output not parsed yet */
+	size_t out_len, out_cap;
+	bool out_digests;        /* past the final Login Response */
+};
+#define FZ_CONNS 2
+
 struct fz_state {
 	struct fz_login login;
-	uint32_t cmdsn;          /* next CmdSN to use */
-	uint32_t exp_statsn;     /* next StatSN expected from the target */
+	uint32_t cmdsn;          /* next CmdSN to use (session-wide) */
 	uint32_t target_mrdsl;   /* the target's MaxRecvDataSegmentLength */
-	bool ffp;                /* logged in */
-	bool closed;             /* the peer end is closed */
+	uint16_t tsih;           /* of the session, from the first login */
+	struct fz_conn conn[FZ_CONNS];
+	unsigned cur;            /* the connection operations go to */
 	bool untracked;          /* bytes went out that are not whole PDUs of
 				  * the bench (fz_send_raw, a PDU cut short):
 				  * the checks per task are off */
@@ -65,6 +77,7 @@ struct fz_state {
 	uint64_t out_bytes;      /* bytes the target sent */
 };
 extern struct fz_state fz;
+#define FZ_CUR (&fz.conn[fz.cur])
 
 /* Start an input: runtime, connection, login (unless l->no_login). */
 void fz_begin(const struct fz_login *l);
@@ -93,6 +106,10 @@ void fz_drain_all(void);
 void fz_advance(uint64_t ms);
 /* The initiator half-closes (no more bytes from it; it still reads). */
 void fz_shut_wr(void);
+/* Operations go to the other connection from now on; the first switch
+ * opens it and logs it in to the session (CID 1, the session's TSIH). A
+ * login the target refuses (the session is gone) leaves it closed. */
+void fz_switch(void);
 
 /* Byte order helpers. */
 static inline uint32_t fz_be32(const uint8_t *p)

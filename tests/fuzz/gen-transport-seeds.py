@@ -153,6 +153,11 @@ def CLOSE():
     return bytes([0x07])
 
 
+def SWITCH():
+    """go on on the other connection (the first time it logs in)"""
+    return bytes([0x27])
+
+
 def BATCH():
     """toggle: PDUs pile up unread until the next TURN/DRAIN/TIME"""
     return bytes([0x17])
@@ -294,6 +299,25 @@ def ffp_seeds():
         PDU(cmd(2, write10(0, 16), 16 * blk, W)) + PDU(nop_out(3, dlen=512)) + TURN(3) + CLOSE()
     s["pending-tx-limit"] = start(slow=True) + \
         b"".join(PDU(nop_out(i, dlen=8192)) for i in range(1, 12)) + TURN(5) + DRAIN(4) + TURN(5) + DRAIN()
+    # two connections in the session (MC/S)
+    s["mcs-read-both"] = start() + SWITCH() + PDU(cmd(1, read10(0, 8), 8 * blk, R)) + DRAIN() + \
+        SWITCH() + PDU(cmd(2, read10(8, 8), 8 * blk, R)) + DRAIN()
+    s["mcs-logout-other-cid"] = start() + SWITCH() + SWITCH() + PDU(logout(1, 1, cid=1)) + DRAIN() + \
+        SWITCH() + PDU(cmd(2, CDB["tur"], 0)) + DRAIN()
+    s["mcs-logout-session"] = start() + SWITCH() + PDU(cmd(1, write10(0, 8), 8 * blk, W)) + \
+        PDU(logout(2, 0)) + DRAIN() + SWITCH() + DRAIN()
+    s["mcs-close-one-in-exec"] = start() + SWITCH() + BATCH() + rd + TURN() + SHUT() + BATCH() + \
+        SWITCH() + PDU(cmd(5, CDB["tur"], 0)) + DRAIN()
+    # a Data-Out half received on one connection when a TMF on the other
+    # ends its task: the rest of that PDU must go nowhere near the buffer
+    half = data_out(1, 0x10000, 0, 0, 8192, True) + bytes(100)
+    s["mcs-abort-during-data-out"] = start(imm_data=False, initial_r2t=True) + \
+        PDU(cmd(1, write10(0, 16), 16 * blk, W)) + DRAIN() + RAW(half) + TURN() + \
+        SWITCH() + PDU(tmf(1, 2, ref_itt=1)) + DRAIN() + SWITCH() + \
+        RAW(bytes(255)) + RAW(bytes(255)) + TURN() + PDU(cmd(3, CDB["tur"], 0)) + DRAIN()
+    s["mcs-lun-reset-during-data-out"] = start(imm_data=False, initial_r2t=True) + \
+        PDU(cmd(1, write10(0, 16), 16 * blk, W)) + DRAIN() + RAW(half) + TURN() + \
+        SWITCH() + PDU(tmf(5, 2)) + DRAIN() + SWITCH() + RAW(bytes(255)) + DRAIN()
     s["raw-short-pdu"] = start() + RAW(bytes([0x01, 0x81]) + bytes(20)) + TURN(2) + DRAIN()
     return s
 
