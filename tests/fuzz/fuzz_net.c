@@ -39,7 +39,7 @@ struct fz_state fz;
 static struct {
 	bool ready;
 	int trace;                 /* FUZZ_VERBOSE=2: every PDU on stderr */
-	char state_dir[64];
+	char state_dir[4096];
 	struct conf conf;
 	struct targetd_runtime runtime;
 	struct net_thread thr;
@@ -103,15 +103,18 @@ static void bench_setup(void)
 {
 	struct conf_errors errs = { 0 };
 	char *text = NULL;
-	const char *v = getenv("FUZZ_VERBOSE");
+	const char *v = getenv("FUZZ_VERBOSE"), *tmp = getenv("TMPDIR");
 
 	log_level = v && *v >= '1' ? LOG_LVL_DEBUG : LOG_LVL_ERR;
 	B.trace = v && *v >= '2';
 	signal(SIGPIPE, SIG_IGN);
 	crc32c_setup();
-	snprintf(B.state_dir, sizeof(B.state_dir), "/tmp/targetd-fuzz-XXXXXX");
+	/* a killed or crashed harness leaves it behind: run.sh points TMPDIR
+	 * into its scratch directory */
+	snprintf(B.state_dir, sizeof(B.state_dir), "%s/targetd-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(B.state_dir)) {
-		perror("fuzz_net: mkdtemp");
+		fprintf(stderr, "fuzz_net: cannot create %s: %s (set TMPDIR to a writable directory)\n",
+			B.state_dir, strerror(errno));
 		abort();
 	}
 	atexit(remove_state_dir);

@@ -49,13 +49,14 @@ run_one() {
 	name=${name#fuzz_}
 	dir=$out/$name
 	work=$scratch/$name
-	rm -rf "$dir" "$work"
+	rm -rf "$dir" "$work" "$work.tmp"
 	mkdir -p "$dir" "$work"
 	if [ -d "$corpus_root/$name" ]; then
 		cp -R "$corpus_root/$name/." "$work/"
 	fi
-	"$prog" -max_total_time="$seconds" -print_final_stats=1 -timeout=25 -rss_limit_mb=2048 \
-		-artifact_prefix="$dir/" "$work" >"$dir/log" 2>&1
+	mkdir -p "$work.tmp"
+	TMPDIR=$work.tmp "$prog" -max_total_time="$seconds" -print_final_stats=1 -timeout=25 \
+		-rss_limit_mb=2048 -artifact_prefix="$dir/" "$work" >"$dir/log" 2>&1
 }
 
 # report NAME STATUS: one line of figures, or the finding.
