@@ -1280,14 +1280,18 @@ static void rx_nop_out(struct iscsi_conn *c)
 {
 	struct iscsi_session *s = c->sess;
 	const uint8_t *b = c->bhs;
-	uint32_t itt = bhs_itt(b);
+	uint32_t itt = bhs_itt(b), echo;
 	struct tx_pdu *p;
 
 	if (!bhs_immediate(b) && !iscsi_cmdsn_take(s, get_be32(b + 24)))
 		return;
 	if (itt == ISCSI_RSVD_TAG)
 		return;   /* answer to our ping */
-	p = iscsi_pdu_new(ISCSI_OP_NOP_IN, c->dlen);
+	/* RFC 7143 11.18.5: the reflected ping data is limited to
+	 * MaxRecvDataSegmentLength -- the initiator's, which may be smaller
+	 * than the NOP-Out we accepted. */
+	echo = MIN(c->dlen, c->max_send_dsl);
+	p = iscsi_pdu_new(ISCSI_OP_NOP_IN, echo);
 	if (!p) {
 		iscsi_conn_close(c, "out of memory");
 		return;
@@ -1295,8 +1299,8 @@ static void rx_nop_out(struct iscsi_conn *c)
 	memcpy(p->bhs + 8, b + 8, 8);
 	put_be32(p->bhs + 16, itt);
 	put_be32(p->bhs + 20, ISCSI_RSVD_TAG);
-	if (c->dlen)
-		memcpy(p->data, c->rx_owned, c->dlen);
+	if (echo)
+		memcpy(p->data, c->rx_owned, echo);
 	p->set_statsn = true;
 	p->advance_statsn = true;
 	iscsi_conn_queue_pdu(c, p);

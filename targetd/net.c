@@ -119,7 +119,7 @@ static void describe_addr(const struct sockaddr_storage *ss, char *buf, size_t l
 		snprintf(buf, len, "%s", host);
 }
 
-static void thread_new_conn(struct net_thread *t, int fd, struct iscsi_portal *portal)
+struct iscsi_conn *net_thread_add_conn(struct net_thread *t, int fd, struct iscsi_portal *portal)
 {
 	struct iscsi_conn *c;
 	struct sockaddr_storage ss;
@@ -131,7 +131,7 @@ static void thread_new_conn(struct net_thread *t, int fd, struct iscsi_portal *p
 	if (!c) {
 		close(fd);
 		limit_conn_closed();
-		return;
+		return NULL;
 	}
 	if (!getpeername(fd, (struct sockaddr *)&ss, &sl))
 		describe_addr(&ss, c->peer, sizeof(c->peer), true);
@@ -143,7 +143,9 @@ static void thread_new_conn(struct net_thread *t, int fd, struct iscsi_portal *p
 	if (net_epoll_add(t, fd, EPOLLIN, &c->epoll_tag)) {
 		log_err("epoll_ctl: %m");
 		iscsi_conn_close(c, "epoll failed");
+		return NULL;
 	}
+	return c;
 }
 
 /* A logged-in connection handed over by another thread. */
@@ -235,7 +237,7 @@ static void thread_messages(struct net_thread *t)
 				close(m->fd);
 				limit_conn_closed();
 			} else
-				thread_new_conn(t, m->fd, m->ptr);
+				net_thread_add_conn(t, m->fd, m->ptr);
 			break;
 		case MSG_ADOPT_CONN:
 			iscsi_conn_adopt(m->ptr, t);
@@ -285,72 +287,78 @@ static void read_kicked(struct net_thread *t)
 	}
 }
 
+int net_thread_turn(struct net_thread *t, int max_wait_ms)
+{
+	struct epoll_event evs[64];
+	int n, timeout;
+	bool msgs = false;
+
+	iscsi_conn_reap(t);
+	flush_dirty(t);
+	read_kicked(t);
+	flush_dirty(t);
+	io_engine_flush(t->eng);
+	if (t->stopping) {
+		/* Shutdown: close connections, then wait for the backstore. */
+		struct list_head *pos, *tmp;
+		list_for_each_safe(pos, tmp, &t->conns)
+			iscsi_conn_close(list_entry(pos, struct iscsi_conn, thread_link), "shutting down");
+		if (!t->stop_deadline)
+			t->stop_deadline = t->now_ms + 30000;
+		if (!io_engine_inflight(t->eng) || t->now_ms > t->stop_deadline)
+			return 1;
+		max_wait_ms = MIN(max_wait_ms, 100);
+	}
+	timeout = io_engine_busy(t->eng) ? 0 : max_wait_ms;
+	__atomic_add_fetch(&t->epoch, 1, __ATOMIC_SEQ_CST);   /* idle: quiescent */
+	n = epoll_wait(t->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
+	__atomic_add_fetch(&t->epoch, 1, __ATOMIC_SEQ_CST);
+	t->now_ms = t->clock_ms();
+	if (n < 0) {
+		if (errno != EINTR) {
+			log_err("epoll_wait: %m");
+			return -1;
+		}
+		n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		int *tag = evs[i].data.ptr;
+		switch (*tag) {
+		case TAG_CONN:
+			iscsi_conn_event(container_of(tag, struct iscsi_conn, epoll_tag), evs[i].events);
+			break;
+		case TAG_ENGINE:
+			break;   /* polled below */
+		case TAG_MSG:
+			msgs = true;   /* after the batch: a message may free a
+					* connection that has an event below */
+			break;
+		default:
+			break;
+		}
+	}
+	if (msgs)
+		thread_messages(t);
+	io_engine_poll(t->eng);
+	if (t->now_ms - t->last_tick >= 1000) {
+		struct list_head *pos, *tmp;
+		t->last_tick = t->now_ms;
+		list_for_each_safe(pos, tmp, &t->conns)
+			iscsi_conn_timer(list_entry(pos, struct iscsi_conn, thread_link), t->now_ms);
+	}
+	return 0;
+}
+
 static void *net_thread_main(void *arg)
 {
 	struct net_thread *t = arg;
-	struct epoll_event evs[64];
-	uint64_t last_tick = 0, stop_deadline = 0;
 
 	net_self = t;
 	scsi_stats_thread_init(t->idx);
 	scsi_histo_thread_init(t->idx);
-	t->now_ms = net_now_ms();
-	for (;;) {
-		int n, timeout;
-
-		iscsi_conn_reap(t);
-		flush_dirty(t);
-		read_kicked(t);
-		flush_dirty(t);
-		io_engine_flush(t->eng);
-		if (t->stopping) {
-			/* Shutdown: close connections, then wait for the backstore. */
-			struct list_head *pos, *tmp;
-			list_for_each_safe(pos, tmp, &t->conns)
-				iscsi_conn_close(list_entry(pos, struct iscsi_conn, thread_link), "shutting down");
-			if (!stop_deadline)
-				stop_deadline = t->now_ms + 30000;
-			if (!io_engine_inflight(t->eng) || t->now_ms > stop_deadline)
-				break;
-		}
-		timeout = io_engine_busy(t->eng) ? 0 : 1000;
-		if (t->stopping)
-			timeout = 100;
-		__atomic_add_fetch(&t->epoch, 1, __ATOMIC_SEQ_CST);   /* idle: quiescent */
-		n = epoll_wait(t->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
-		__atomic_add_fetch(&t->epoch, 1, __ATOMIC_SEQ_CST);
-		t->now_ms = net_now_ms();
-		if (n < 0 && errno != EINTR) {
-			log_err("epoll_wait: %m");
-			break;
-		}
-		bool msgs = false;
-		for (int i = 0; i < n; i++) {
-			int *tag = evs[i].data.ptr;
-			switch (*tag) {
-			case TAG_CONN:
-				iscsi_conn_event(container_of(tag, struct iscsi_conn, epoll_tag), evs[i].events);
-				break;
-			case TAG_ENGINE:
-				break;   /* polled below */
-			case TAG_MSG:
-				msgs = true;   /* after the batch: a message may free a
-						* connection that has an event below */
-				break;
-			default:
-				break;
-			}
-		}
-		if (msgs)
-			thread_messages(t);
-		io_engine_poll(t->eng);
-		if (t->now_ms - last_tick >= 1000) {
-			struct list_head *pos, *tmp;
-			last_tick = t->now_ms;
-			list_for_each_safe(pos, tmp, &t->conns)
-				iscsi_conn_timer(list_entry(pos, struct iscsi_conn, thread_link), t->now_ms);
-		}
-	}
+	t->now_ms = t->clock_ms();
+	while (net_thread_turn(t, 1000) == 0)
+		;
 	return NULL;
 }
 
@@ -493,6 +501,52 @@ out:
 	return NULL;
 }
 
+int net_thread_init(struct net_thread *t, unsigned idx, bool use_uring)
+{
+	memset(t, 0, sizeof(*t));
+	t->idx = idx;
+	t->clock_ms = net_now_ms;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	t->msg_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	t->eng = io_engine_create(256, use_uring);
+	if (t->epfd < 0 || t->msg_fd < 0 || !t->eng) {
+		log_err("cannot set up network thread %u", idx);
+		return -1;
+	}
+	bufpool_init(&t->pool, 256u << 20);
+	pthread_mutex_init(&t->mq_lock, NULL);
+	list_init(&t->mq);
+	list_init(&t->conns);
+	list_init(&t->dirty);
+	list_init(&t->graveyard);
+	list_init(&t->kick);
+	t->engine_tag = TAG_ENGINE;
+	t->msg_tag = TAG_MSG;
+	net_epoll_add(t, io_engine_fd(t->eng), EPOLLIN, &t->engine_tag);
+	net_epoll_add(t, t->msg_fd, EPOLLIN, &t->msg_tag);
+	return 0;
+}
+
+void net_thread_destroy(struct net_thread *t)
+{
+	/* drain messages that raced with the stop */
+	while (!list_empty(&t->mq)) {
+		struct net_msg *m = list_entry(t->mq.next, struct net_msg, link);
+		list_del(&m->link);
+		if (m->fd >= 0) {
+			close(m->fd);
+			limit_conn_closed();
+		}
+		free(m);
+	}
+	iscsi_conn_reap(t);
+	io_engine_destroy(t->eng);
+	bufpool_destroy(&t->pool);
+	close(t->epfd);
+	close(t->msg_fd);
+	pthread_mutex_destroy(&t->mq_lock);
+}
+
 int net_start(unsigned count)
 {
 	n_threads = count;
@@ -505,25 +559,8 @@ int net_start(unsigned count)
 		return -1;
 	for (unsigned i = 0; i < count; i++) {
 		struct net_thread *t = &threads[i];
-		t->idx = i;
-		t->epfd = epoll_create1(EPOLL_CLOEXEC);
-		t->msg_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		t->eng = io_engine_create(256, target_runtime->conf->use_io_uring);
-		if (t->epfd < 0 || t->msg_fd < 0 || !t->eng) {
-			log_err("cannot set up network thread %u", i);
+		if (net_thread_init(t, i, target_runtime->conf->use_io_uring))
 			return -1;
-		}
-		bufpool_init(&t->pool, 256u << 20);
-		pthread_mutex_init(&t->mq_lock, NULL);
-		list_init(&t->mq);
-		list_init(&t->conns);
-		list_init(&t->dirty);
-		list_init(&t->graveyard);
-		list_init(&t->kick);
-		t->engine_tag = TAG_ENGINE;
-		t->msg_tag = TAG_MSG;
-		net_epoll_add(t, io_engine_fd(t->eng), EPOLLIN, &t->engine_tag);
-		net_epoll_add(t, t->msg_fd, EPOLLIN, &t->msg_tag);
 		if (pthread_create(&t->tid, NULL, net_thread_main, t)) {
 			log_err("pthread_create failed");
 			return -1;
@@ -582,21 +619,7 @@ void net_stop(void)
 	for (unsigned i = 0; i < n_threads; i++) {
 		struct net_thread *t = &threads[i];
 		pthread_join(t->tid, NULL);
-		/* drain messages that raced with the stop */
-		while (!list_empty(&t->mq)) {
-			struct net_msg *m = list_entry(t->mq.next, struct net_msg, link);
-			list_del(&m->link);
-			if (m->fd >= 0) {
-				close(m->fd);
-				limit_conn_closed();
-			}
-			free(m);
-		}
-		iscsi_conn_reap(t);
-		io_engine_destroy(t->eng);
-		bufpool_destroy(&t->pool);
-		close(t->epfd);
-		close(t->msg_fd);
+		net_thread_destroy(t);
 	}
 	free(threads);
 	threads = NULL;

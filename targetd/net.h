@@ -18,6 +18,7 @@
 
 struct io_engine;
 struct iscsi_conn;
+struct iscsi_portal;
 struct iscsi_session;
 
 enum epoll_tag { TAG_CONN = 1, TAG_ENGINE, TAG_MSG, TAG_LISTEN };
@@ -57,12 +58,32 @@ struct net_thread {
 	unsigned n_conns;
 	bool stopping;
 	uint64_t now_ms;
+	uint64_t last_tick;         /* connection timers last run (now_ms) */
+	uint64_t stop_deadline;     /* stopping: give the backstore until then */
+	uint64_t (*clock_ms)(void); /* net_now_ms; a test harness may set its own */
 	uint64_t epoch;             /* odd while idle in epoll_wait (atomic; net_synchronize) */
 };
 
 extern __thread struct net_thread *net_self;
 
 int net_start(unsigned n_threads);
+
+/* The pieces net_start() runs each network thread from, for programs that
+ * drive a loop themselves (tests/fuzz/): set up t (epoll, message
+ * eventfd, I/O engine, buffer pool) without starting a thread; one turn
+ * of its loop on the calling thread (flush output, wait in epoll up to
+ * max_wait_ms, handle socket events, messages and completions, run the
+ * connection timers once a second of t->clock_ms()): 0, or 1 once a
+ * stopping thread has drained, -1 if epoll failed; and the teardown.
+ * The caller sets net_self = t and calls scsi_stats_thread_init(idx) and
+ * scsi_histo_thread_init(idx). */
+int net_thread_init(struct net_thread *t, unsigned idx, bool use_uring);
+int net_thread_turn(struct net_thread *t, int max_wait_ms);
+void net_thread_destroy(struct net_thread *t);
+/* A new connection on fd (accepted on portal, NULL: tpgt 1) owned by t,
+ * as the acceptor hands it over; NULL if it could not be set up (fd is
+ * closed then). */
+struct iscsi_conn *net_thread_add_conn(struct net_thread *t, int fd, struct iscsi_portal *portal);
 /* Stop accepting, drain, close everything, join. */
 void net_stop(void);
 void net_send(struct net_thread *t, enum net_msg_type type, int fd, void *ptr, uint64_t arg);
