@@ -124,6 +124,8 @@ int main(int argc, char **argv)
 	memset(cdb, 0, sizeof(cdb));
 	one(&c, cdb, false, 0);
 	pf_logout_ok(&c);
+	pf_conn_close(&c);
+	free(buf);
 	printf("done\n");
 	return 0;
 }
