@@ -58,13 +58,9 @@ fi
 PORT=$(free_port) || { td_log "ERROR: no free port"; exit 99; }
 P=127.0.0.1:$PORT
 IQN=iqn.2026-11.org.targetd.test:space
-mkdir -p "$T/state"
 {
+	td_conf_prologue -p "$PORT" -S "$T/state/ctl.sock"
 	cat <<EOC
-listen = [ "$P" ];
-threads = 2;
-state_dir = "$T/state";
-control_socket = "$T/state/ctl.sock";
 targets = ( { iqn = "$IQN"; luns = (
   { lun = 1; backstore = "file"; path = "$T/limit.img"; size = "64M"; hard_limit = "8M"; }
 EOC
