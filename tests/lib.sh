@@ -24,8 +24,8 @@
 : "${ITEST:=$PWD/tests/itest}"
 : "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${TARGETD_VALGRIND:=0}"
-if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
-	echo "tests/lib.sh: bash 5.1 or later needed (wait -n -p), this is $BASH_VERSION" >&2
+if ((BASH_VERSINFO[0] < 5)); then
+	echo "tests/lib.sh: bash 5 or later needed (EPOCHREALTIME), this is $BASH_VERSION" >&2
 	exit 99
 fi
 if [ -z "${TD_TIME_SCALE:-}" ]; then
