@@ -9,17 +9,16 @@
  * on the data path waits). At most 16 connections, 10 s idle timeout.
  */
 #include "config.h"
-#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include "common/log.h"
-#include "conf/config.h"
 #include "scsi/stats.h"
 #include "targetd/control.h"
 #include "targetd/dashboard.h"
 #include "targetd/histo_out.h"
+#include "targetd/http.h"
 #include "targetd/target.h"
 
 extern const unsigned char dashboard_page[];
@@ -158,39 +157,11 @@ static enum MHD_Result dash_request(void *cls, struct MHD_Connection *conn, cons
 
 int dashboard_start(const char *listen)
 {
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
-				  .ai_socktype = SOCK_STREAM };
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-	char *host = NULL, *port = NULL;
-	struct addrinfo *ai;
-	int rc;
-
 	if (!listen)
 		return 0;
-	if (conf_parse_listen(listen, &host, &port)) {
-		log_err("http_listen %s: not HOST:PORT", listen);
+	dash_daemon = http_serve("http_listen", listen, dash_request);
+	if (!dash_daemon)
 		return -1;
-	}
-	rc = getaddrinfo(host, port, &hints, &ai);
-	if (rc) {
-		log_err("http_listen %s: %s", listen, gai_strerror(rc));
-		free(host);
-		free(port);
-		return -1;
-	}
-	if (ai->ai_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	dash_daemon = MHD_start_daemon(flags, (uint16_t)atoi(port), NULL, NULL, dash_request, NULL,
-				       MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				       MHD_OPTION_CONNECTION_LIMIT, 16u,
-				       MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-	freeaddrinfo(ai);
-	free(host);
-	free(port);
-	if (!dash_daemon) {
-		log_err("http_listen %s: cannot serve HTTP there (in use?)", listen);
-		return -1;
-	}
 	log_info("dashboard on http://%s/", listen);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/histo_out.h"
+#include "targetd/http.h"
 #include "targetd/control.h"
 #include "targetd/limits.h"
 #include "targetd/target.h"
@@ -359,42 +360,50 @@ static enum MHD_Result metrics_request(void *cls, struct MHD_Connection *conn, c
 	return ret;
 }
 
-int metrics_start(const char *listen)
+struct MHD_Daemon *http_serve(const char *key, const char *listen,
+			      MHD_AccessHandlerCallback handler)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
 				  .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai;
 	char *host = NULL, *port = NULL;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	struct MHD_Daemon *d;
 	int rc;
 
-	if (!listen)
-		return 0;
 	if (conf_parse_listen(listen, &host, &port)) {
-		log_err("metrics_listen %s: not HOST:PORT", listen);
-		return -1;
+		log_err("%s %s: not HOST:PORT", key, listen);
+		return NULL;
 	}
 	rc = getaddrinfo(host, port, &hints, &ai);
 	if (rc) {
-		log_err("metrics_listen %s: %s", listen, gai_strerror(rc));
+		log_err("%s %s: %s", key, listen, gai_strerror(rc));
 		free(host);
 		free(port);
-		return -1;
+		return NULL;
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	metrics_daemon = MHD_start_daemon(flags, (uint16_t)atoi(port), NULL, NULL, metrics_request, NULL,
-					  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-					  MHD_OPTION_CONNECTION_LIMIT, 16u,
-					  MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-					  MHD_OPTION_END);
+	d = MHD_start_daemon(flags, (uint16_t)atoi(port), NULL, NULL, handler, NULL,
+			     MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+			     MHD_OPTION_CONNECTION_LIMIT, 16u,
+			     MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+			     MHD_OPTION_END);
 	freeaddrinfo(ai);
 	free(host);
 	free(port);
-	if (!metrics_daemon) {
-		log_err("metrics_listen %s: cannot serve HTTP there", listen);
+	if (!d)
+		log_err("%s %s: cannot serve HTTP there (in use?)", key, listen);
+	return d;
+}
+
+int metrics_start(const char *listen)
+{
+	if (!listen)
+		return 0;
+	metrics_daemon = http_serve("metrics_listen", listen, metrics_request);
+	if (!metrics_daemon)
 		return -1;
-	}
 	log_info("metrics on http://%s/metrics", listen);
 	return 0;
 }
