@@ -66,30 +66,8 @@ kill_round() {
 	[ "$rc" = 137 ] || { echo "expected 137 (SIGKILL)"; return 1; }
 }
 
-for r in $(seq 1 "$ROUNDS"); do
-	if ! start_daemon "$PORT" -c "$CONF"; then
-		TD_FAIL=$((TD_FAIL + 1))
-		TD_FAILED_NAMES+=("round $r: daemon start")
-		break
-	fi
-	run_here "round $r: FUA and WCE-off writes in flight, kill -9" kill_round "$r"
-	sed 's/^/    | /' "$TD_TMP/case.out"
-	if daemon_alive; then
-		echo "    the daemon survived; stopping it"
-		kill -KILL "$TD_DAEMON_PID"
-		wait "$TD_DAEMON_PID" 2>/dev/null
-		TD_DAEMON_PID=
-		break
-	fi
-	[ -s "$T/state.$r" ] || break
-	if ! start_daemon "$PORT" -c "$CONF"; then
-		TD_FAIL=$((TD_FAIL + 1))
-		TD_FAILED_NAMES+=("round $r: restart on the same files")
-		break
-	fi
-	TD_VERBOSE=1 run_test "round $r: after restart every acknowledged block reads back" \
-		"$ITEST" durable-check "$T/state.$r"
-	run_here "round $r: clean shutdown" stop_daemon TERM
-done
+td_kill_rounds "$ROUNDS" "$PORT" "$CONF" "$T/state" kill_round \
+	"FUA and WCE-off writes in flight, kill -9" \
+	"after restart every acknowledged block reads back"
 
 td_summary

@@ -538,6 +538,39 @@ wait_log() {
 	td_poll "${2:-30}" grep -q -F -e "$1" "$TD_DAEMON_LOG"
 }
 
+# td_kill_rounds ROUNDS PORT CONF STATE KILL_FN KILL_NAME CHECK_NAME: the
+# kill -9 durability rounds. Each round starts the daemon on CONF, runs
+# KILL_FN ROUND (which kills the daemon with writes in flight and records
+# what was acknowledged in STATE.ROUND), restarts the daemon on the same
+# files, checks STATE.ROUND with `itest durable-check`, and stops it.
+td_kill_rounds() {
+	local rounds=$1 port=$2 conf=$3 state=$4 kill_fn=$5 kill_name=$6 check_name=$7 r
+	for r in $(seq 1 "$rounds"); do
+		if ! start_daemon "$port" -c "$conf"; then
+			TD_FAIL=$((TD_FAIL + 1))
+			TD_FAILED_NAMES+=("round $r: daemon start")
+			break
+		fi
+		run_here "round $r: $kill_name" "$kill_fn" "$r"
+		sed 's/^/    | /' "$TD_TMP/case.out"
+		if daemon_alive; then
+			echo "    the daemon survived; stopping it"
+			kill -KILL "$TD_DAEMON_PID"
+			wait "$TD_DAEMON_PID" 2>/dev/null
+			TD_DAEMON_PID=
+			break
+		fi
+		[ -s "$state.$r" ] || break
+		if ! start_daemon "$port" -c "$conf"; then
+			TD_FAIL=$((TD_FAIL + 1))
+			TD_FAILED_NAMES+=("round $r: restart on the same files")
+			break
+		fi
+		TD_VERBOSE=1 run_test "round $r: $check_name" "$ITEST" durable-check "$state.$r"
+		run_here "round $r: clean shutdown" stop_daemon TERM
+	done
+}
+
 # daemon_alive: the daemon started by start_daemon is still running.
 daemon_alive() {
 	[ -n "$TD_DAEMON_PID" ] && kill -0 "$TD_DAEMON_PID" 2>/dev/null
