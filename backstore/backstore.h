@@ -99,13 +99,19 @@ struct backstore_ops {
 	 * length of the run with that status (<= max_len). Synchronous. */
 	int (*lba_status)(struct backstore *bs, uint64_t offset, uint64_t max_len,
 			  bool *mapped, uint64_t *run_len);
-	/* Change the size (thin file grow/shrink); optional. */
-	int (*resize)(struct backstore *bs, uint64_t new_size);
+	/* Change the size; optional. Growing keeps every byte: a file is
+	 * extended, never cut (it may be longer than the LUN). Shrinking
+	 * discards the data past the new end (a file is truncated), so it
+	 * happens only with BS_RESIZE_SHRINK; without it a smaller size is
+	 * -EPERM and nothing changes. */
+	int (*resize)(struct backstore *bs, uint64_t new_size, unsigned flags);
 	/* Space held and space left; optional (see backstore_space()). */
 	int (*space)(struct backstore *bs, struct bs_space *out, unsigned what);
 	/* Zero-copy reads; optional (see backstore_zc_ptr()). */
 	const uint8_t *(*zc_ptr)(struct backstore *bs, uint64_t offset, uint64_t len);
 };
+
+#define BS_RESIZE_SHRINK 0x1u   /* resize: the caller was told to destroy data */
 
 /* What users of a backstore (scsi/, the daemon) may read: ops, path,
  * size, read_only, thin, discard_zeroes, and the facts through the

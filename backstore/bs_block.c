@@ -196,11 +196,15 @@ static int bs_block_lba_status(struct backstore *bs, uint64_t offset, uint64_t m
 }
 
 /* The device grew or shrank underneath (lvextend, loop set-capacity):
- * new_size must fit the device as it is now. */
-static int bs_block_resize(struct backstore *bs, uint64_t new_size)
+ * new_size must fit the device as it is now. The device itself is never
+ * changed; a smaller LUN still needs BS_RESIZE_SHRINK (the initiator
+ * loses the end of its disk). */
+static int bs_block_resize(struct backstore *bs, uint64_t new_size, unsigned flags)
 {
 	uint64_t devsize = 0;
 
+	if (new_size < __atomic_load_n(&bs->size, __ATOMIC_RELAXED) && !(flags & BS_RESIZE_SHRINK))
+		return -EPERM;
 	if (ioctl(bs->fd, BLKGETSIZE64, &devsize) < 0)
 		return -errno;
 	if (new_size == 0 || new_size > devsize)

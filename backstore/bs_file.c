@@ -150,9 +150,28 @@ static const uint8_t *bs_file_zc_ptr(struct backstore *bs, uint64_t offset, uint
 	return bs->map_base + offset;
 }
 
+/* Open without O_CREAT, then create only where nothing exists: O_EXCL
+ * never creates through a dangling symbolic link. O_NONBLOCK|O_NOCTTY: a
+ * FIFO or a terminal named by mistake must not hang or take over the
+ * daemon (the caller refuses anything but a regular file). */
+static int bs_file_open_fd(const char *path, int flags, bool create)
+{
+	int fd;
+
+	flags |= O_NONBLOCK | O_NOCTTY;
+	/* No atime updates on the data path; O_NOATIME needs ownership. */
+	fd = open(path, flags | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = open(path, flags);
+	if (fd < 0 && errno == ENOENT && create)
+		fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+	return fd;
+}
+
 static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *err, size_t errlen)
 {
 	int flags = O_CLOEXEC | (p->read_only ? O_RDONLY : O_RDWR);
+	bool create = false;
 	struct stat st;
 	uint64_t size;
 	int fd, e;
@@ -168,15 +187,23 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 			snprintf(err, errlen, "%s: creating a file backstore needs a size", p->path);
 			return -EINVAL;
 		}
-		flags |= O_CREAT;
+		create = true;
 	}
-	/* No atime updates on the data path; O_NOATIME needs ownership. */
-	fd = open(p->path, flags | O_NOATIME, 0600);
-	if (fd < 0 && errno == EPERM)
-		fd = open(p->path, flags, 0600);
+	/* Whatever is not a regular file is not opened at all (opening some
+	 * devices has effects); fstat below checks what was opened. */
+	if (stat(p->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s, not a regular file%s", p->path,
+			 S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device"
+			 : S_ISCHR(st.st_mode) ? "a character device" : S_ISFIFO(st.st_mode) ? "a FIFO"
+			 : "a special file", S_ISBLK(st.st_mode) ? " (use type \"block\")" : "");
+		return -EINVAL;
+	}
+	fd = bs_file_open_fd(p->path, flags, create);
 	if (fd < 0) {
 		e = errno;
-		snprintf(err, errlen, "%s: open: %s", p->path, strerror(e));
+		snprintf(err, errlen, "%s: open: %s%s", p->path, strerror(e),
+			 e == EEXIST ? " (a dangling symbolic link? a file is never created through one)"
+				     : "");
 		return -e;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -190,12 +217,20 @@ static int bs_file_open(struct backstore *bs, const struct bs_params *p, char *e
 			 S_ISBLK(st.st_mode) ? " (use type \"block\")" : "");
 		goto fail;
 	}
+	/* back to blocking I/O: io_uring would answer EAGAIN on O_NONBLOCK */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s: fcntl: %s", p->path, strerror(e));
+		goto fail;
+	}
 	size = p->size ? p->size : (uint64_t)st.st_size;
 	if (size == 0) {
 		e = EINVAL;
 		snprintf(err, errlen, "%s: empty file and no size given", p->path);
 		goto fail;
 	}
+	/* A file longer than size stays whole: the LUN is its first size
+	 * bytes. A shorter one is extended (never cut). */
 	if ((uint64_t)st.st_size < size) {
 		if (p->read_only) {
 			e = EINVAL;
@@ -295,16 +330,26 @@ static int bs_file_lba_status(struct backstore *bs, uint64_t offset, uint64_t ma
 	return 0;
 }
 
-static int bs_file_resize(struct backstore *bs, uint64_t new_size)
+static int bs_file_resize(struct backstore *bs, uint64_t new_size, unsigned flags)
 {
 	uint64_t old = atomic_load_explicit(&bs->size, memory_order_relaxed);
+	bool shrink = new_size < old;
+	struct stat st;
 	int e;
 
 	if (bs->read_only)
 		return -EROFS;
 	if (new_size == 0)
 		return -EINVAL;
-	if (ftruncate(bs->fd, (off_t)new_size) < 0)
+	if (shrink && !(flags & BS_RESIZE_SHRINK))
+		return -EPERM;
+	/* The file may be longer than the LUN (a size smaller than the file
+	 * at open): growing the LUN extends the file only where it is
+	 * shorter, and only an asked-for shrink cuts it. */
+	if (fstat(bs->fd, &st) < 0)
+		return -errno;
+	if (((uint64_t)st.st_size < new_size || shrink) &&
+	    ftruncate(bs->fd, (off_t)new_size) < 0)
 		return -errno;
 	if (new_size > old && !bs->thin) {
 		e = bs_file_allocate(bs->fd, old, new_size - old);

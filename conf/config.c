@@ -520,6 +520,11 @@ static void conf_lun_check_file(struct conf_ctx *x, const config_setting_t *g, c
 		conf_err(x, ps, key, "%s: %s", l->path, strerror(errno));
 		return;
 	}
+	if (lstat(l->path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		conf_err(x, ps, key, "%s is a symbolic link to nothing (a file is never created through a "
+			 "link: create the file it names, or name the file itself)", l->path);
+		return;
+	}
 	if (l->read_only)
 		conf_err(x, ps, key, "%s does not exist (a read-only LUN is not created)", l->path);
 	if (!has_size)

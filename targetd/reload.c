@@ -10,8 +10,11 @@
  *                          every I_T nexus of the target
  *   LUN removed            unpublished (REPORTED LUNS DATA HAS CHANGED),
  *                          freed once nothing can still use it
- *   LUN resized (size)     backstore grown (or shrunk after the fact),
+ *   LUN grown (size)       backstore grown (a file is extended, never cut),
  *                          CAPACITY DATA HAS CHANGED for every nexus
+ *   LUN shrunk (size)      refused: a reload never shrinks a LUN nor cuts
+ *                          its file (targetctl lun resize --shrink --force
+ *                          is the one way, and says it destroys data)
  *   LUN otherwise changed  replaced: removed and added under the same id
  *   ACL / CHAP / alias     changed for new logins; sessions of initiators no
  *                          longer allowed are closed
@@ -166,7 +169,6 @@ struct lun_change {
 	struct scsi_lun *new_lun;         /* ADD/REPLACE: prepared, unpublished */
 	struct scsi_lun *old_lun;         /* REMOVE/REPLACE/RESIZE */
 	uint64_t new_blocks;              /* RESIZE */
-	bool shrink;                      /* RESIZE: truncate after the fact */
 };
 
 struct plan {
@@ -255,6 +257,18 @@ static void lun_dispose(struct iscsi_target *t, struct scsi_lun *lun, uint64_t d
 	scsi_lun_destroy(lun);
 	if (bs)
 		backstore_close(bs);
+}
+
+/* A smaller size in the file: the LUN keeps its size and its data. */
+static void refuse_shrink(struct reload_report *rep, const struct conf *nc, const struct conf_lun *cl,
+			  const struct iscsi_target *t, uint64_t want, uint64_t cur)
+{
+	rep_add(rep, "%s:%d: target %s LUN %u: size %llu is smaller than the LUN's %llu bytes: "
+		"a reload never shrinks a LUN (the data past the new end would be lost); "
+		"put the size back, or shrink on purpose with "
+		"`targetctl lun resize %s %u %llu --shrink --force` (destroys that data)",
+		nc->file, cl->line, t->iqn, cl->lun, (unsigned long long)want,
+		(unsigned long long)cur, t->iqn, cl->lun, (unsigned long long)want);
 }
 
 /* Prepare: everything that can fail. On error the messages go to rep and
@@ -361,6 +375,13 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 	for (unsigned i = 0; i < p->n; i++) {
 		struct lun_change *c = &p->ch[i];
 
+		if (c->action == LA_REPLACE && c->cl->size && c->old_lun->bs &&
+		    str_eq(c->old_lun->bs->path, c->cl->path) &&
+		    c->cl->size < (scsi_lun_nblocks(c->old_lun) << c->old_lun->block_shift)) {
+			refuse_shrink(rep, nc, c->cl, c->t, c->cl->size,
+				      scsi_lun_nblocks(c->old_lun) << c->old_lun->block_shift);
+			return -1;
+		}
 		if (c->action == LA_ADD || c->action == LA_REPLACE) {
 			if (target_lun_open(c->t, c->cl, &c->new_lun)) {
 				rep_add(rep, "%s:%d: target %s LUN %u: cannot open its backstore (see the log)",
@@ -379,10 +400,11 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 				return -1;
 			}
 			if (c->new_blocks < cur) {
-				c->shrink = true;
-				continue;
+				refuse_shrink(rep, nc, c->cl, c->t, c->new_blocks << c->old_lun->block_shift,
+					      cur << c->old_lun->block_shift);
+				return -1;
 			}
-			e = bs->ops->resize(bs, c->new_blocks << c->old_lun->block_shift);
+			e = bs->ops->resize(bs, c->new_blocks << c->old_lun->block_shift, 0);
 			if (e) {
 				rep_add(rep, "%s:%d: target %s LUN %u: cannot grow to %llu bytes: %s",
 					nc->file, c->cl->line, c->t->iqn, c->cl->lun,
@@ -662,13 +684,6 @@ int reload_config(struct reload_report *rep)
 
 		if (c->action == LA_REMOVE || c->action == LA_REPLACE)
 			lun_dispose(c->t, c->old_lun, deadline);
-		else if (c->action == LA_RESIZE && c->shrink) {
-			int e = c->old_lun->bs->ops->resize(c->old_lun->bs,
-							    c->new_blocks << c->old_lun->block_shift);
-			if (e)
-				rep_add(rep, "target %s LUN %u: shrinking the backstore failed: %s",
-					c->t->iqn, c->old_lun->id, strerror(-e));
-		}
 	}
 	if (old_alloc) {
 		conf_free(old_alloc);

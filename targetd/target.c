@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include "backstore/backstore.h"
 #include "scsi/pr.h"
 #include "targetd/conn.h"
@@ -157,6 +158,15 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		log_err("target %s LUN %u: backstore smaller than one block", t->iqn, cl->lun);
 		backstore_close(bs);
 		return -1;
+	}
+	if (!strcmp(cl->backstore, "file") && cl->size) {
+		struct stat st;
+
+		if (!fstat(bs->fd, &st) && (uint64_t)st.st_size > bs->size)
+			log_warn("target %s LUN %u: %s is %llu bytes, longer than size %llu: the LUN is "
+				 "its first %llu bytes, the rest of the file is kept as it is",
+				 t->iqn, cl->lun, cl->path, (unsigned long long)st.st_size,
+				 (unsigned long long)bs->size, (unsigned long long)bs->size);
 	}
 	lp.nblocks = bs->size / bp.block_size;
 	lp.hard_limit = conf_space_bytes(&cl->hard_limit, lp.nblocks * bp.block_size);

@@ -663,7 +663,7 @@ START_TEST(test_read_only)
 	ck_assert_int_eq(do_copy(eng, bs, 0, m, 0, 4096), -EROFS);
 	tio_init(&t, bs, BS_OP_FLUSH, 0, NULL, 0);
 	ck_assert_int_eq(tio_run(eng, &t), 0);
-	ck_assert_int_eq(bs->ops->resize(bs, 2 * MiB), -EROFS);
+	ck_assert_int_eq(bs->ops->resize(bs, 2 * MiB, 0), -EROFS);
 	/* Read-only data is unchanged. */
 	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 0, rbuf, sizeof(rbuf), 0), 4096);
 	ck_assert_mem_eq(rbuf, buf, sizeof(buf));
@@ -815,6 +815,78 @@ START_TEST(test_direct_io)
 }
 END_TEST
 
+/* A file backstore opens regular files only: a FIFO (which would block
+ * a read-only open), a character device behind a symbolic link, a
+ * directory; and it never creates a file through a dangling link. */
+START_TEST(test_open_special)
+{
+	struct bs_params p = { .type = "file", .size = MiB, .block_size = 512, .thin = true,
+			       .create = true };
+	struct backstore *bs = NULL;
+	char path[512], target[512], err[256];
+	struct stat st;
+
+	tpath(path, sizeof(path), "fifo");
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	p.path = path;
+	p.read_only = true;
+	p.create = false;
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "FIFO"));
+	p.read_only = false;
+	p.create = true;
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), -EINVAL);
+
+	tpath(path, sizeof(path), "null");
+	ck_assert_int_eq(symlink("/dev/null", path), 0);
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "character device"));
+
+	tpath(path, sizeof(path), "dir");
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "directory"));
+
+	tpath(path, sizeof(path), "dangling");
+	tpath(target, sizeof(target), "dangling-target");
+	ck_assert_int_eq(symlink(target, path), 0);
+	ck_assert_int_eq(backstore_open(&bs, &p, err, sizeof(err)), -EEXIST);
+	ck_assert_int_eq(stat(target, &st), -1);
+	ck_assert_ptr_null(bs);
+}
+END_TEST
+
+/* Resizing never cuts a file unless told to (BS_RESIZE_SHRINK). */
+START_TEST(test_resize_never_cuts)
+{
+	struct backstore *bs = open_file("keep", 4 * MiB, true, true);
+	char path[512];
+	struct stat st;
+
+	tpath(path, sizeof(path), "keep");
+	ck_assert_int_eq(bs->ops->resize(bs, 2 * MiB, 0), -EPERM);
+	ck_assert_uint_eq(bs->size, 4 * MiB);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 4 * MiB);
+	backstore_close(bs);
+
+	/* a file longer than the LUN: growing the LUN leaves the file's tail */
+	bs = open_file("keep", MiB, true, false);
+	ck_assert_uint_eq(bs->size, MiB);
+	ck_assert_int_eq(bs->ops->resize(bs, 2 * MiB, 0), 0);
+	ck_assert_uint_eq(bs->size, 2 * MiB);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 4 * MiB);
+
+	/* asked for: the file is cut */
+	ck_assert_int_eq(bs->ops->resize(bs, MiB, BS_RESIZE_SHRINK), 0);
+	ck_assert_uint_eq(bs->size, MiB);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, MiB);
+	backstore_close(bs);
+}
+END_TEST
+
 START_TEST(test_resize)
 {
 	struct io_engine *eng = eng_for(0, 8);
@@ -824,7 +896,7 @@ START_TEST(test_resize)
 	struct stat st;
 
 	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 2 * MiB, buf, 4096, 0), -EINVAL);
-	ck_assert_int_eq(bs->ops->resize(bs, 3 * MiB), 0);
+	ck_assert_int_eq(bs->ops->resize(bs, 3 * MiB, 0), 0);
 	ck_assert_uint_eq(bs->size, 3 * MiB);
 	tpath(path, sizeof(path), "grow");
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -832,7 +904,7 @@ START_TEST(test_resize)
 	memset(buf, 1, sizeof(buf));
 	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 2 * MiB, buf, 4096, 0), 4096);
 	ck_assert(all_zero(buf, sizeof(buf)));
-	ck_assert_int_eq(bs->ops->resize(bs, 0), -EINVAL);
+	ck_assert_int_eq(bs->ops->resize(bs, 0, 0), -EINVAL);
 	backstore_close(bs);
 	io_engine_destroy(eng);
 }
@@ -1202,6 +1274,8 @@ Suite *backstore_suite(void)
 	tcase_add_loop_test(tc, test_zero_fallbacks, 0, 2);
 	tcase_add_loop_test(tc, test_direct_io, 0, 2);
 	tcase_add_test(tc, test_resize);
+	tcase_add_test(tc, test_resize_never_cuts);
+	tcase_add_test(tc, test_open_special);
 	tcase_add_loop_test(tc, test_memory, 0, 2);
 	tcase_add_test(tc, test_memory_deferred);
 	tcase_add_test(tc, test_resubmit_from_callback);
