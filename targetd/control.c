@@ -1,26 +1,30 @@
 /*
- * The control socket: a UNIX stream socket (mode 0600) speaking JSON lines,
- * version 1, documented in targetctl(8).
+ * The control socket: a UNIX stream socket (mode 0600) speaking JSON-RPC
+ * 2.0, one request (or batch) per line, one answer per line; targetd
+ * control protocol version 2, documented in targetctl(8).
  *
- *   request:  {"version":1,"command":"stats","target":"iqn...","lun":0}
- *   reply:    {"version":1,"ok":true,"result":...}
- *             {"version":1,"ok":false,"error":"...","errors":["..."]}
+ *   {"jsonrpc":"2.0","method":"stats","params":{"target":"iqn...","lun":0},"id":1}
+ *   {"jsonrpc":"2.0","result":{...},"id":1}
+ *   {"jsonrpc":"2.0","error":{"code":4,"message":"...","data":{"errors":[...]}},"id":1}
  *
- * Commands: status, targets, luns, sessions, stats, reset, reload.
+ * The methods are the table below (control_methods); adding a command is
+ * one entry there and its handler (control_int.h says how).
  *
  * DESIGN (threads): one control thread, not a network thread. It polls the
  * listening socket, up to CONTROL_MAX_CLIENTS clients and a stop eventfd,
- * and answers each complete line in order. It reads the runtime (targets,
- * LUNs) under reload_read_lock(); it reads sessions by asking every
- * network thread to describe its own (net_call_all), so it never touches a
+ * and answers each complete line in order, so requests never run
+ * concurrently with each other. Handlers read the runtime (targets, LUNs)
+ * under reload_read_lock(); they read sessions by asking every network
+ * thread to describe its own (net_call_all), so they never touch a
  * connection another thread owns; counters come from scsi_stats_snapshot()
- * (lock-free for the data path). A reload asked here runs on this thread
- * (clients wait for it, which is what `targetctl reload` wants).
+ * (lock-free for the data path). Changes (reload, the admin methods) run
+ * on this thread under reload's mutex; clients wait for them.
  */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,21 +35,62 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "scsi/stats.h"
-#include "targetd/conn.h"
-#include "targetd/control.h"
+#include "targetd/control_int.h"
 #include "targetd/control_observe.h"
-#include "targetd/limits.h"
-#include "targetd/net.h"
 #include "targetd/target.h"
 
 #define CONTROL_MAX_CLIENTS 16
 #define CONTROL_LINE_MAX 65536
+#define CONTROL_BATCH_MAX 64
 
-struct control_client {
-	int fd;
-	char *buf;
-	size_t len;
+/* The observation methods (control_observe.h) report an observe_err:
+ * each is wrapped into a method here. */
+static struct json_object *observe_call(observe_fn fn, struct json_object *p, struct ctl_err *err)
+{
+	static const int codes[] = { [OBS_E_PARAMS] = CTL_E_PARAMS, [OBS_E_NOT_FOUND] = CTL_E_NOT_FOUND,
+				     [OBS_E_REFUSED] = CTL_E_REFUSED, [OBS_E_FAILED] = CTL_E_FAILED };
+	struct observe_err e = { 0 };
+	struct json_object *r = fn(p, &e);
+
+	if (!r)
+		ctl_fail(err, e.code > 0 && e.code <= OBS_E_FAILED ? codes[e.code] : CTL_E_FAILED, "%s",
+			 e.msg[0] ? e.msg : "failed");
+	return r;
+}
+
+#define OBSERVE_METHOD(name) \
+	static struct json_object *m_##name(struct json_object *p, struct ctl_err *err) \
+	{ \
+		return observe_call(observe_##name, p, err); \
+	}
+OBSERVE_METHOD(histo)
+OBSERVE_METHOD(histo_on)
+OBSERVE_METHOD(histo_off)
+OBSERVE_METHOD(histo_reset)
+OBSERVE_METHOD(trace_start)
+OBSERVE_METHOD(trace_stop)
+OBSERVE_METHOD(trace_status)
+#undef OBSERVE_METHOD
+
+/* Every method. Keep "help" last; the params string is checked (see
+ * control_int.h). */
+static const struct ctl_method methods[] = {
+	{ "status", query_status, "", "daemon version, uptime, counts, paths" },
+	{ "targets", query_targets, "", "targets, their LUNs, ACLs and CHAP" },
+	{ "luns", query_luns, "", "LUNs: backstore, path, size, identifiers" },
+	{ "sessions", query_sessions, "", "sessions, connections, negotiated parameters" },
+	{ "stats", query_stats, "target? lun?", "per-LUN counters" },
+	{ "reset", query_reset, "target? lun?", "zero per-LUN counters" },
+	{ "reload", query_reload, "", "re-read the configuration file and apply the difference" },
+	{ "histo", m_histo, "target? lun initiator?", "a LUN's workload histograms" },
+	{ "histo.on", m_histo_on, "target? lun initiator?", "count workload histograms (of an initiator)" },
+	{ "histo.off", m_histo_off, "target? lun initiator?", "stop counting them" },
+	{ "histo.reset", m_histo_reset, "target? lun initiator?", "zero them" },
+	{ "trace.start", m_trace_start, "target? lun? initiator? file? max_mb? data?",
+	  "record commands into a trace file" },
+	{ "trace.stop", m_trace_stop, "", "stop the trace" },
+	{ "trace.status", m_trace_status, "", "the trace: file, records, drops" },
+	{ "help", control_methods, "", "the methods and their parameters" },
 };
 
 static pthread_t control_tid;
@@ -53,686 +98,306 @@ static bool control_running;
 static int control_fd = -1;
 static int control_stop_fd = -1;
 static char control_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-static struct control_client clients[CONTROL_MAX_CLIENTS];
+static struct control_client {
+	int fd;
+	char *buf;
+	size_t len;
+} clients[CONTROL_MAX_CLIENTS];
 static time_t control_started;
 
-/* ---- JSON helpers ------------------------------------------------------- */
+const char *control_socket_path(void) { return control_path; }
+time_t control_start_time(void) { return control_started; }
 
-static void jadd(struct json_object *o, const char *k, struct json_object *v)
-{
-	json_object_object_add(o, k, v);
-}
-
-static struct json_object *ju64(uint64_t v)
-{
-	return json_object_new_uint64(v);
-}
-
-/* The space of a LUN (target_lun_space()) into o. */
-static void space_json(struct json_object *o, const struct target_space *sp)
-{
-	jadd(o, "provisioned_bytes", ju64(sp->provisioned));
-	jadd(o, "allocated_bytes", ju64(sp->allocated));
-	jadd(o, "shared_bytes", ju64(sp->shared));
-	jadd(o, "saved_bytes", ju64(sp->saved));
-	jadd(o, "saved_percent", json_object_new_double(
-		sp->provisioned ? 100.0 * (double)sp->saved / (double)sp->provisioned : 0.0));
-	jadd(o, "pool_size_bytes", ju64(sp->pool_size));
-	jadd(o, "pool_free_bytes", ju64(sp->pool_free));
-	if (sp->shared_partial)
-		jadd(o, "shared_partial", json_object_new_boolean(true));
-}
-
-static const char *const status_names[STATS_ST__COUNT] = {
-	[STATS_ST_GOOD] = "good",
-	[STATS_ST_CHECK_CONDITION] = "check_condition",
-	[STATS_ST_CONDITION_MET] = "condition_met",
-	[STATS_ST_BUSY] = "busy",
-	[STATS_ST_RESERVATION_CONFLICT] = "reservation_conflict",
-	[STATS_ST_TASK_SET_FULL] = "task_set_full",
-	[STATS_ST_ACA_ACTIVE] = "aca_active",
-	[STATS_ST_TASK_ABORTED] = "task_aborted",
-	[STATS_ST_OTHER] = "other",
-};
-
-static struct json_object *opcode_list(const uint64_t *v, uint64_t *total)
-{
-	struct json_object *a = json_object_new_array();
-
-	*total = 0;
-	for (unsigned i = 0; i < 256; i++) {
-		struct json_object *e;
-		const char *name;
-		char hex[8];
-
-		if (!v[i])
-			continue;
-		*total += v[i];
-		e = json_object_new_object();
-		snprintf(hex, sizeof(hex), "0x%02x", i);
-		name = scsi_stats_opcode_name((uint8_t)i);
-		jadd(e, "opcode", json_object_new_int((int)i));
-		jadd(e, "hex", json_object_new_string(hex));
-		jadd(e, "name", json_object_new_string(name ? name : hex));
-		jadd(e, "count", ju64(v[i]));
-		json_object_array_add(a, e);
-	}
-	return a;
-}
-
-static struct json_object *latency_json(const struct scsi_stats_counters *c, unsigned cls)
-{
-	struct json_object *o = json_object_new_object();
-	struct json_object *b = json_object_new_array();
-	uint64_t count = 0;
-
-	for (unsigned i = 0; i < SCSI_STATS_LAT_BUCKETS; i++) {
-		struct json_object *e = json_object_new_object();
-		uint64_t le = scsi_stats_bucket_le_us(i);
-
-		count += c->lat[cls][i];
-		if (le == UINT64_MAX)
-			jadd(e, "le_us", json_object_new_string("+Inf"));
-		else
-			jadd(e, "le_us", ju64(le));
-		jadd(e, "count", ju64(c->lat[cls][i]));
-		json_object_array_add(b, e);
-	}
-	jadd(o, "count", ju64(count));
-	jadd(o, "sum_us", json_object_new_double((double)c->lat_sum_ns[cls] / 1000.0));
-	jadd(o, "p50_us", json_object_new_double(scsi_stats_quantile_us(c->lat[cls], 0.50)));
-	jadd(o, "p99_us", json_object_new_double(scsi_stats_quantile_us(c->lat[cls], 0.99)));
-	jadd(o, "buckets", b);
-	return o;
-}
-
-static struct json_object *sa_list(const uint64_t *v)
-{
-	struct json_object *a = json_object_new_array();
-
-	for (unsigned i = 0; i < 32; i++) {
-		struct json_object *e;
-
-		if (!v[i])
-			continue;
-		e = json_object_new_object();
-		jadd(e, "service_action", json_object_new_int((int)i));
-		jadd(e, "count", ju64(v[i]));
-		json_object_array_add(a, e);
-	}
-	return a;
-}
-
-struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun)
-{
-	struct scsi_stats_counters *c = malloc(sizeof(*c));
-	struct json_object *o, *x, *y;
-	uint64_t total;
-
-	if (!c)
-		return NULL;
-	scsi_stats_snapshot(lun, c);
-	o = json_object_new_object();
-	jadd(o, "target", json_object_new_string(iqn));
-	jadd(o, "lun", json_object_new_int(lun->id));
-
-	x = json_object_new_object();
-	y = opcode_list(c->ops, &total);
-	jadd(x, "total", ju64(total));
-	jadd(x, "by_opcode", y);
-	jadd(o, "commands", x);
-
-	x = json_object_new_object();
-	for (unsigned i = 0; i < STATS_ST__COUNT; i++)
-		jadd(x, status_names[i], ju64(c->status[i]));
-	jadd(o, "status", x);
-
-	x = json_object_new_object();
-	for (unsigned i = 0; i < 16; i++)
-		if (c->sense_key[i])
-			jadd(x, scsi_sense_key_name(i), ju64(c->sense_key[i]));
-	jadd(o, "sense_keys", x);
-
-	x = json_object_new_object();
-	jadd(x, "commands", ju64(c->read_cmds));
-	jadd(x, "bytes", ju64(c->read_bytes));
-	jadd(o, "read", x);
-	x = json_object_new_object();
-	jadd(x, "commands", ju64(c->write_cmds));
-	jadd(x, "bytes", ju64(c->write_bytes));
-	jadd(o, "write", x);
-
-	x = json_object_new_object();
-	jadd(x, "read", latency_json(c, STATS_LAT_READ));
-	jadd(x, "write", latency_json(c, STATS_LAT_WRITE));
-	jadd(x, "vaai", latency_json(c, STATS_LAT_VAAI));
-	jadd(o, "latency", x);
-
-	x = json_object_new_object();
-	y = json_object_new_object();
-	jadd(y, "success", ju64(c->ats_ok));
-	jadd(y, "miscompare", ju64(c->ats_miscompare));
-	jadd(x, "compare_and_write", y);
-	y = json_object_new_object();
-	jadd(y, "commands", ju64(c->xcopy_cmds));
-	jadd(y, "segments", ju64(c->xcopy_segments));
-	jadd(y, "bytes", ju64(c->xcopy_bytes));
-	jadd(y, "reflink_blocks", ju64(c->xcopy_reflink_blocks));
-	jadd(x, "extended_copy", y);
-	y = json_object_new_object();
-	jadd(y, "commands", ju64(c->ws_cmds));
-	jadd(y, "blocks", ju64(c->ws_blocks));
-	jadd(x, "write_same", y);
-	y = json_object_new_object();
-	jadd(y, "commands", ju64(c->unmap_cmds));
-	jadd(y, "blocks", ju64(c->unmap_blocks));
-	jadd(x, "unmap", y);
-	jadd(o, "vaai", x);
-	x = json_object_new_object();
-	jadd(x, "commands", ju64(c->zero_detect_cmds));
-	jadd(x, "bytes", ju64(c->zero_detect_bytes));
-	jadd(o, "zero_detect", x);
-
-	x = json_object_new_object();
-	jadd(x, "reserve", ju64(c->reserve));
-	jadd(x, "release", ju64(c->release));
-	y = json_object_new_object();
-	{
-		struct json_object *l = opcode_list(c->conflicts, &total);
-
-		jadd(y, "total", ju64(total));
-		jadd(y, "by_opcode", l);
-	}
-	jadd(x, "conflicts", y);
-	jadd(x, "pr_in", sa_list(c->pr_in));
-	jadd(x, "pr_out", sa_list(c->pr_out));
-	jadd(o, "reservations", x);
-
-	x = json_object_new_object();
-	y = json_object_new_object();
-	for (unsigned i = 0; i < 16; i++) {
-		const char *n = scsi_stats_tmf_name((uint8_t)i);
-
-		if (n && c->tmf[i])
-			jadd(y, n, ju64(c->tmf[i]));
-	}
-	jadd(x, "by_function", y);
-	jadd(x, "aborts", ju64(c->aborts));
-	jadd(o, "task_management", x);
-	jadd(o, "unit_attentions", ju64(c->ua));
-	{
-		/* The space the LUN holds (st_blocks for a file): what thin
-		 * provisioning, UNMAP, zero detection and shared-block copies
-		 * change; and the rest of the df -s view in "space". */
-		struct target_space sp;
-
-		if (target_lun_space(lun, &sp)) {
-			struct json_object *spo = json_object_new_object();
-
-			jadd(o, "allocated_bytes", ju64(sp.allocated));
-			space_json(spo, &sp);
-			jadd(o, "space", spo);
-		}
-	}
-	free(c);
-	return o;
-}
-
-/* ---- commands ----------------------------------------------------------- */
-
-static struct json_object *reply_ok(struct json_object *result)
-{
-	struct json_object *r = json_object_new_object();
-
-	jadd(r, "version", json_object_new_int(CONTROL_PROTOCOL_VERSION));
-	jadd(r, "ok", json_object_new_boolean(1));
-	jadd(r, "result", result ? result : json_object_new_object());
-	return r;
-}
-
-static struct json_object *reply_err(const char *msg, struct json_object *errors)
-{
-	struct json_object *r = json_object_new_object();
-
-	jadd(r, "version", json_object_new_int(CONTROL_PROTOCOL_VERSION));
-	jadd(r, "ok", json_object_new_boolean(0));
-	jadd(r, "error", json_object_new_string(msg));
-	if (errors)
-		jadd(r, "errors", errors);
-	return r;
-}
-
-static unsigned runtime_n_targets(void)
+unsigned ctl_n_targets(void)
 {
 	return __atomic_load_n(&target_runtime->n_targets, __ATOMIC_ACQUIRE);
 }
 
-static bool target_live(const struct iscsi_target *t)
+bool ctl_target_live(const struct iscsi_target *t)
 {
 	return !__atomic_load_n(&t->removed, __ATOMIC_ACQUIRE);
 }
 
-static struct scsi_lun *target_lun(struct iscsi_target *t, unsigned id)
+struct scsi_lun *ctl_target_lun(struct iscsi_target *t, unsigned id)
 {
 	return scsi_target_lun(&t->st, id);
 }
 
-static struct json_object *cmd_status(void)
+/* ---- errors and parameters ------------------------------------------------ */
+
+static struct json_object *ctl_vfail(struct ctl_err *err, int code, struct json_object *data,
+				     const char *fmt, va_list ap)
 {
-	struct json_object *o = json_object_new_object();
-	unsigned nt = 0, nl = 0;
+	char *m = NULL;
 
-	reload_read_lock();
-	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &target_runtime->targets[i];
-
-		if (!target_live(t))
-			continue;
-		nt++;
-		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++)
-			nl += target_lun(t, k) != NULL;
-	}
-	jadd(o, "version", json_object_new_string(VERSION));
-	jadd(o, "pid", json_object_new_int((int)getpid()));
-	jadd(o, "uptime_s", json_object_new_int64((int64_t)(time(NULL) - control_started)));
-	jadd(o, "threads", json_object_new_int((int)target_runtime->n_threads));
-	jadd(o, "targets", json_object_new_int((int)nt));
-	jadd(o, "luns", json_object_new_int((int)nl));
-	jadd(o, "sessions", json_object_new_int((int)iscsi_session_count()));
-	jadd(o, "config", reload_config_file() ? json_object_new_string(reload_config_file())
-					      : json_object_new_string("<embedded>"));
-	jadd(o, "control_socket", json_object_new_string(control_path));
-	jadd(o, "metrics_listen", target_runtime->conf->metrics_listen
-					  ? json_object_new_string(target_runtime->conf->metrics_listen)
-					  : NULL);
-	jadd(o, "reloads", json_object_new_int((int)reload_count()));
-	reload_read_unlock();
-	return o;
-}
-
-static struct json_object *cmd_targets(void)
-{
-	struct json_object *a = json_object_new_array();
-
-	reload_read_lock();
-	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &target_runtime->targets[i];
-		struct json_object *o, *luns, *acl;
-
-		if (!target_live(t))
-			continue;
-		o = json_object_new_object();
-		luns = json_object_new_array();
-		jadd(o, "iqn", json_object_new_string(t->iqn));
-		jadd(o, "alias", json_object_new_string(t->alias));
-		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++)
-			if (target_lun(t, k))
-				json_object_array_add(luns, json_object_new_int((int)k));
-		jadd(o, "luns", luns);
-		target_acl_wrlock();   /* a short, consistent look at the ACL */
-		if (t->has_acl) {
-			acl = json_object_new_array();
-			for (unsigned k = 0; k < t->n_initiators; k++)
-				json_object_array_add(acl, json_object_new_string(t->initiators[k]));
-		} else {
-			acl = NULL;
-		}
-		jadd(o, "chap", json_object_new_boolean(t->chap));
-		target_acl_unlock();
-		jadd(o, "initiators", acl);
-		json_object_array_add(a, o);
-	}
-	reload_read_unlock();
-	return a;
-}
-
-static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lun *lun)
-{
-	struct json_object *o = json_object_new_object();
-	const struct backstore *bs = lun->bs;
-	struct target_space sp;
-	char naa[40];
-
-	snprintf(naa, sizeof(naa), "%016llx%016llx", (unsigned long long)lun->naa,
-		 (unsigned long long)lun->naa_ext);
-	jadd(o, "target", json_object_new_string(t->iqn));
-	jadd(o, "lun", json_object_new_int(lun->id));
-	jadd(o, "backstore", json_object_new_string(bs && bs->ops ? bs->ops->name : "?"));
-	jadd(o, "path", bs && bs->path ? json_object_new_string(bs->path) : NULL);
-	jadd(o, "block_size", json_object_new_int((int)lun->block_size));
-	jadd(o, "blocks", ju64(scsi_lun_nblocks(lun)));
-	jadd(o, "size_bytes", ju64(scsi_lun_nblocks(lun) << lun->block_shift));
-	jadd(o, "read_only", json_object_new_boolean(lun->read_only));
-	jadd(o, "thin", json_object_new_boolean(lun->thin));
-	jadd(o, "hard_limit_bytes", ju64(lun->hard_limit));
-	jadd(o, "soft_threshold_bytes", ju64(lun->soft_threshold));
-	jadd(o, "pool_soft_threshold_percent", json_object_new_int(lun->pool_threshold_pct));
-	jadd(o, "soft_threshold_reached", json_object_new_boolean(atomic_load(&lun->soft_reached)));
-	if (target_lun_space(lun, &sp))
-		space_json(o, &sp);
-	jadd(o, "zero_detect", json_object_new_string(lun->zero_detect == SCSI_ZD_UNMAP ? "unmap"
-						      : lun->zero_detect == SCSI_ZD_ON ? "on"
-						      : "off"));
-	jadd(o, "serial", json_object_new_string(lun->serial));
-	jadd(o, "naa", json_object_new_string(naa));
-	return o;
-}
-
-static struct json_object *cmd_luns(void)
-{
-	struct json_object *a = json_object_new_array();
-
-	reload_read_lock();
-	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &target_runtime->targets[i];
-
-		if (!target_live(t))
-			continue;
-		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
-			struct scsi_lun *lun = target_lun(t, k);
-
-			if (lun)
-				json_object_array_add(a, lun_json(t, lun));
-		}
-	}
-	reload_read_unlock();
-	return a;
-}
-
-/* --- sessions: each network thread describes the sessions it owns --- */
-
-struct sess_collect {
-	pthread_mutex_t lock;
-	struct json_object *arr;
-};
-
-static void isid_hex(const uint8_t *isid, char *out, size_t cap)
-{
-	snprintf(out, cap, "0x%02x%02x%02x%02x%02x%02x", isid[0], isid[1], isid[2], isid[3],
-		 isid[4], isid[5]);
-}
-
-static struct json_object *params_json(const struct iscsi_params *p)
-{
-	struct json_object *o = json_object_new_object();
-
-	jadd(o, "HeaderDigest", json_object_new_string(p->header_digest ? "CRC32C" : "None"));
-	jadd(o, "DataDigest", json_object_new_string(p->data_digest ? "CRC32C" : "None"));
-	jadd(o, "MaxRecvDataSegmentLength", json_object_new_int64(p->max_recv_dsl_target));
-	jadd(o, "InitiatorMaxRecvDataSegmentLength", json_object_new_int64(p->max_recv_dsl_initiator));
-	jadd(o, "MaxBurstLength", json_object_new_int64(p->max_burst));
-	jadd(o, "FirstBurstLength", json_object_new_int64(p->first_burst));
-	jadd(o, "MaxOutstandingR2T", json_object_new_int64(p->max_outstanding_r2t));
-	jadd(o, "MaxConnections", json_object_new_int64(p->max_connections));
-	jadd(o, "ImmediateData", json_object_new_boolean(p->immediate_data));
-	jadd(o, "InitialR2T", json_object_new_boolean(p->initial_r2t));
-	jadd(o, "DataPDUInOrder", json_object_new_boolean(p->data_pdu_in_order));
-	jadd(o, "DataSequenceInOrder", json_object_new_boolean(p->data_seq_in_order));
-	jadd(o, "DefaultTime2Wait", json_object_new_int64(p->default_time2wait));
-	jadd(o, "DefaultTime2Retain", json_object_new_int64(p->default_time2retain));
-	jadd(o, "ErrorRecoveryLevel", json_object_new_int64(p->error_recovery_level));
-	return o;
-}
-
-/* Runs on network thread t: only its own connections and sessions. */
-static void sessions_on_thread(struct net_thread *t, void *arg)
-{
-	struct sess_collect *sc = arg;
-	struct json_object *mine = json_object_new_array();
-	struct list_head *pos;
-
-	list_for_each(pos, &t->conns) {
-		struct iscsi_conn *c = list_entry(pos, struct iscsi_conn, thread_link);
-		struct iscsi_session *s = c->sess;
-		struct json_object *o, *conns;
-		struct list_head *p2;
-		char isid[20];
-		bool first = true;
-
-		if (!s || s->closing)
-			continue;
-		/* describe each session once: at its first connection */
-		list_for_each(p2, &s->conns) {
-			first = list_entry(p2, struct iscsi_conn, sess_link) == c;
-			break;
-		}
-		if (!first)
-			continue;
-		o = json_object_new_object();
-		isid_hex(s->isid, isid, sizeof(isid));
-		jadd(o, "initiator", json_object_new_string(s->initiator));
-		jadd(o, "isid", json_object_new_string(isid));
-		jadd(o, "tsih", json_object_new_int(s->tsih));
-		jadd(o, "target", s->discovery || !s->target ? NULL
-							 : json_object_new_string(s->target->iqn));
-		jadd(o, "discovery", json_object_new_boolean(s->discovery));
-		jadd(o, "thread", json_object_new_int((int)t->idx));
-		conns = json_object_new_array();
-		list_for_each(p2, &s->conns) {
-			struct iscsi_conn *x = list_entry(p2, struct iscsi_conn, sess_link);
-			struct json_object *co = json_object_new_object();
-
-			jadd(co, "cid", json_object_new_int(x->cid));
-			jadd(co, "peer", json_object_new_string(x->peer));
-			jadd(co, "portal", json_object_new_string(x->local));
-			jadd(co, "tpgt", json_object_new_int(x->tpgt));
-			jadd(co, "header_digest", json_object_new_boolean(x->hdigest));
-			jadd(co, "data_digest", json_object_new_boolean(x->ddigest));
-			json_object_array_add(conns, co);
-		}
-		jadd(o, "connections", conns);
-		jadd(o, "parameters", params_json(&s->params));
-		{
-			struct json_object *st = json_object_new_object();
-
-			/* read here, on the thread that writes them */
-			jadd(st, "commands", ju64(s->stat_cmds));
-			jadd(st, "not_good", ju64(s->stat_not_good));
-			jadd(st, "data_in_bytes", ju64(s->stat_in_bytes));
-			jadd(st, "data_out_bytes", ju64(s->stat_out_bytes));
-			jadd(o, "statistics", st);
-		}
-		json_object_array_add(mine, o);
-	}
-	pthread_mutex_lock(&sc->lock);
-	for (size_t i = 0; i < json_object_array_length(mine); i++)
-		json_object_array_add(sc->arr, json_object_get(json_object_array_get_idx(mine, i)));
-	pthread_mutex_unlock(&sc->lock);
-	json_object_put(mine);
-}
-
-static struct json_object *cmd_sessions(void)
-{
-	struct sess_collect sc = { .arr = json_object_new_array() };
-
-	pthread_mutex_init(&sc.lock, NULL);
-	net_call_all(sessions_on_thread, &sc);
-	pthread_mutex_destroy(&sc.lock);
-	return sc.arr;
-}
-
-/* Select LUNs by the optional "target" and "lun" of a request and call fn
- * on each. Returns the number selected, -1 if the target or LUN is unknown. */
-static int for_selected_luns(struct json_object *req,
-			     void (*fn)(struct iscsi_target *t, struct scsi_lun *lun, void *arg),
-			     void *arg)
-{
-	struct json_object *jt = NULL, *jl = NULL;
-	const char *want_t = NULL;
-	int want_l = -1, n = 0;
-	bool target_found = false;
-
-	if (json_object_object_get_ex(req, "target", &jt) && jt &&
-	    json_object_is_type(jt, json_type_string))
-		want_t = json_object_get_string(jt);
-	if (json_object_object_get_ex(req, "lun", &jl) && jl)
-		want_l = json_object_get_int(jl);
-	for (unsigned i = 0; i < runtime_n_targets(); i++) {
-		struct iscsi_target *t = &target_runtime->targets[i];
-
-		if (!target_live(t) || (want_t && strcasecmp(want_t, t->iqn)))
-			continue;
-		target_found = true;
-		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
-			struct scsi_lun *lun = target_lun(t, k);
-
-			if (!lun || (want_l >= 0 && (unsigned)want_l != k))
-				continue;
-			fn(t, lun, arg);
-			n++;
-		}
-	}
-	if (want_t && !target_found)
-		return -1;
-	if (want_l >= 0 && !n)
-		return -1;
-	return n;
-}
-
-static void stats_one(struct iscsi_target *t, struct scsi_lun *lun, void *arg)
-{
-	struct json_object *o = control_lun_stats_json(t->iqn, lun);
-
-	if (o)
-		json_object_array_add(arg, o);
-}
-
-static void reset_one(struct iscsi_target *t, struct scsi_lun *lun, void *arg)
-{
-	(void)t;
-	(void)arg;
-	scsi_stats_reset(lun);
-}
-
-static struct json_object *global_json(void)
-{
-	struct scsi_stats_global g;
-	struct json_object *o = json_object_new_object(), *f = json_object_new_object();
-
-	scsi_stats_global_snapshot(&g);
-	for (unsigned i = 0; i < 16; i++) {
-		const char *n = scsi_stats_tmf_name((uint8_t)i);
-
-		if (n && g.tmf[i])
-			jadd(f, n, ju64(g.tmf[i]));
-	}
-	jadd(o, "task_management", f);
-	jadd(o, "sessions", json_object_new_int((int)iscsi_session_count()));
-	f = json_object_new_object();
-	for (unsigned k = 0; k < LIM__COUNT; k++)
-		jadd(f, limit_name(k), ju64(limit_count(k)));
-	jadd(o, "limits_reached", f);
-	jadd(o, "connections", ju64(limit_conn_count()));
-	jadd(o, "data_buffer_bytes", ju64(limit_buffer_used()));
-	return o;
-}
-
-static struct json_object *cmd_stats(struct json_object *req, bool reset)
-{
-	struct json_object *a = json_object_new_array(), *o;
-	int n;
-
-	reload_read_lock();
-	n = for_selected_luns(req, reset ? reset_one : stats_one, a);
-	if (reset && n >= 0 && !json_object_object_get_ex(req, "target", NULL))
-		scsi_stats_global_reset();
-	reload_read_unlock();
-	if (n < 0) {
-		json_object_put(a);
+	if (err->code) {                 /* the first failure is the one reported */
+		if (data)
+			json_object_put(data);
 		return NULL;
 	}
-	if (reset) {
-		json_object_put(a);
-		o = json_object_new_object();
-		jadd(o, "reset", json_object_new_int(n));
-		return o;
-	}
-	o = json_object_new_object();
-	jadd(o, "time", json_object_new_double((double)scsi_stats_now_ns() / 1e9));
-	jadd(o, "global", global_json());
-	jadd(o, "luns", a);
-	return o;
-}
-
-static struct json_object *cmd_reload(void)
-{
-	struct reload_report rep = { 0 };
-	struct json_object *msgs = json_object_new_array(), *r;
-	int rc = reload_config(&rep);
-
-	for (unsigned i = 0; i < rep.n; i++)
-		json_object_array_add(msgs, json_object_new_string(rep.msgs[i]));
-	reload_report_free(&rep);
-	if (rc)
-		return reply_err("the new configuration was refused; the running one is kept", msgs);
-	r = json_object_new_object();
-	jadd(r, "changes", msgs);
-	return reply_ok(r);
-}
-
-/* The observation methods (targetd/control_observe.h). */
-static observe_fn observe_method(const char *cmd)
-{
-	static const struct {
-		const char *name;
-		observe_fn fn;
-	} m[] = {
-		{ "histo", observe_histo }, { "histo.on", observe_histo_on },
-		{ "histo.off", observe_histo_off }, { "histo.reset", observe_histo_reset },
-		{ "trace.start", observe_trace_start }, { "trace.stop", observe_trace_stop },
-		{ "trace.status", observe_trace_status },
-	};
-
-	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
-		if (!strcmp(cmd, m[i].name))
-			return m[i].fn;
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	err->code = code;
+	err->message = m;
+	err->data = data;
 	return NULL;
+}
+
+struct json_object *ctl_fail(struct ctl_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ctl_vfail(err, code, NULL, fmt, ap);
+	va_end(ap);
+	return NULL;
+}
+
+struct json_object *ctl_fail_list(struct ctl_err *err, int code, char **msgs, unsigned n,
+				  const char *fmt, ...)
+{
+	struct json_object *data = json_object_new_object(), *a = json_object_new_array();
+	va_list ap;
+
+	for (unsigned i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(msgs[i]));
+	jadd(data, "errors", a);
+	va_start(ap, fmt);
+	ctl_vfail(err, code, data, fmt, ap);
+	va_end(ap);
+	return NULL;
+}
+
+static bool ctl_get(struct json_object *p, const char *key, bool required, json_type type,
+		    const char *what, struct json_object **out, struct ctl_err *err)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(p, key, &v) || !v) {
+		if (required)
+			ctl_fail(err, CTL_E_PARAMS, "parameter \"%s\" is required (%s)", key, what);
+		return false;
+	}
+	if (!json_object_is_type(v, type) &&
+	    !(type == json_type_double && json_object_is_type(v, json_type_int))) {
+		ctl_fail(err, CTL_E_PARAMS, "parameter \"%s\" must be %s", key, what);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+bool ctl_str(struct json_object *p, const char *key, bool required, const char **out,
+	     struct ctl_err *err)
+{
+	struct json_object *v;
+
+	if (!ctl_get(p, key, required, json_type_string, "a string", &v, err))
+		return false;
+	*out = json_object_get_string(v);
+	if (!**out) {
+		ctl_fail(err, CTL_E_PARAMS, "parameter \"%s\" must not be empty", key);
+		return false;
+	}
+	return true;
+}
+
+bool ctl_uint(struct json_object *p, const char *key, bool required, uint64_t max, uint64_t *out,
+	      struct ctl_err *err)
+{
+	struct json_object *v;
+	int64_t i;
+
+	if (!ctl_get(p, key, required, json_type_int, "a non-negative integer", &v, err))
+		return false;
+	errno = 0;
+	i = json_object_get_int64(v);
+	if (i < 0 || (uint64_t)i > max || errno) {
+		ctl_fail(err, CTL_E_PARAMS, "parameter \"%s\" must be 0 to %llu", key,
+			 (unsigned long long)max);
+		return false;
+	}
+	*out = (uint64_t)i;
+	return true;
+}
+
+bool ctl_bool(struct json_object *p, const char *key, bool *out, struct ctl_err *err)
+{
+	struct json_object *v;
+
+	if (!ctl_get(p, key, false, json_type_boolean, "true or false", &v, err))
+		return false;
+	*out = json_object_get_boolean(v);
+	return true;
+}
+
+/* Is key one of the words of the method's params string? */
+static bool param_known(const char *list, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *w = list; *w;) {
+		size_t n = strcspn(w, " ?");
+
+		if (n == kl && !strncmp(w, key, kl))
+			return true;
+		w += n;
+		w += strspn(w, " ?");
+	}
+	return false;
+}
+
+struct json_object *control_methods(struct json_object *p, struct ctl_err *err)
+{
+	struct json_object *a = json_object_new_array();
+
+	(void)p;
+	(void)err;
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		struct json_object *o = json_object_new_object();
+
+		jadd(o, "method", json_object_new_string(methods[i].name));
+		jadd(o, "params", json_object_new_string(methods[i].params));
+		jadd(o, "summary", json_object_new_string(methods[i].summary));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+/* ---- the JSON-RPC 2.0 envelope ------------------------------------------- */
+
+static struct json_object *rpc_reply(struct json_object *id, struct json_object *result,
+				     struct ctl_err *err)
+{
+	struct json_object *r = json_object_new_object();
+
+	jadd(r, "jsonrpc", json_object_new_string("2.0"));
+	if (err && err->code) {
+		struct json_object *e = json_object_new_object();
+
+		jadd(e, "code", json_object_new_int(err->code));
+		jadd(e, "message", json_object_new_string(err->message ? err->message : "error"));
+		if (err->data)
+			jadd(e, "data", err->data);
+		free(err->message);
+		memset(err, 0, sizeof(*err));
+		jadd(r, "error", e);
+		if (result)
+			json_object_put(result);
+	} else {
+		jadd(r, "result", result ? result : json_object_new_object());
+	}
+	jadd(r, "id", id ? json_object_get(id) : NULL);
+	return r;
+}
+
+/* One request object. NULL for a notification (no id: no answer). */
+static struct json_object *rpc_call(struct json_object *req)
+{
+	struct json_object *v, *id = NULL, *params = NULL, *res = NULL, *empty = NULL;
+	struct ctl_err err = { 0 };
+	const struct ctl_method *m = NULL;
+	bool has_id;
+	const char *name;
+
+	if (!json_object_is_type(req, json_type_object)) {
+		ctl_fail(&err, CTL_E_REQUEST, "a request must be a JSON object");
+		return rpc_reply(NULL, NULL, &err);
+	}
+	has_id = json_object_object_get_ex(req, "id", &id);
+	if (has_id && id && !json_object_is_type(id, json_type_string) &&
+	    !json_object_is_type(id, json_type_int)) {
+		ctl_fail(&err, CTL_E_REQUEST, "\"id\" must be a string, a number or null");
+		return rpc_reply(NULL, NULL, &err);
+	}
+	if (!json_object_object_get_ex(req, "jsonrpc", &v) || !v ||
+	    strcmp(json_object_get_string(v), "2.0")) {
+		ctl_fail(&err, CTL_E_REQUEST,
+			 json_object_object_get_ex(req, "version", NULL)
+				 ? "this daemon speaks control protocol version %d, JSON-RPC 2.0: "
+				   "{\"jsonrpc\":\"2.0\",\"method\":...,\"id\":...} (see targetctl(8))"
+				 : "not a JSON-RPC 2.0 request (\"jsonrpc\":\"2.0\" missing; "
+				   "control protocol version %d, see targetctl(8))",
+			 CONTROL_PROTOCOL_VERSION);
+		return rpc_reply(id, NULL, &err);
+	}
+	if (!json_object_object_get_ex(req, "method", &v) || !json_object_is_type(v, json_type_string)) {
+		ctl_fail(&err, CTL_E_REQUEST, "\"method\" must be a string");
+		return rpc_reply(id, NULL, &err);
+	}
+	name = json_object_get_string(v);
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (!strcmp(methods[i].name, name))
+			m = &methods[i];
+	if (json_object_object_get_ex(req, "params", &params) && params &&
+	    !json_object_is_type(params, json_type_object)) {
+		ctl_fail(&err, CTL_E_PARAMS, "\"params\" must be an object of named parameters");
+	} else if (!m) {
+		ctl_fail(&err, CTL_E_METHOD, "no method \"%s\" (\"help\" lists them)", name);
+	} else {
+		if (!params)
+			params = empty = json_object_new_object();
+		json_object_object_foreach(params, key, val) {
+			(void)val;
+			if (!param_known(m->params, key)) {
+				ctl_fail(&err, CTL_E_PARAMS, "%s takes no parameter \"%s\" (it takes: %s)",
+					 name, key, m->params[0] ? m->params : "none");
+				break;
+			}
+		}
+		if (!err.code)
+			res = m->fn(params, &err);
+		if (!res && !err.code)
+			ctl_fail(&err, CTL_E_INTERNAL, "%s: out of memory", name);
+		if (empty)
+			json_object_put(empty);
+	}
+	if (!has_id) {
+		if (res)
+			json_object_put(res);
+		free(err.message);
+		if (err.data)
+			json_object_put(err.data);
+		return NULL;
+	}
+	return rpc_reply(id, res, &err);
 }
 
 struct json_object *control_handle_line(const char *line)
 {
-	struct json_object *req = json_tokener_parse(line), *v = NULL, *res;
-	const char *cmd;
+	struct json_object *req = json_tokener_parse(line), *out;
+	struct ctl_err err = { 0 };
+	size_t n;
 
-	if (!req || !json_object_is_type(req, json_type_object)) {
-		if (req)
-			json_object_put(req);
-		return reply_err("the request is not a JSON object", NULL);
+	if (!req) {
+		ctl_fail(&err, CTL_E_PARSE, "the request is not JSON");
+		return rpc_reply(NULL, NULL, &err);
 	}
-	if (!json_object_object_get_ex(req, "version", &v) || json_object_get_int(v) != 1) {
+	if (!json_object_is_type(req, json_type_array)) {
+		out = rpc_call(req);
 		json_object_put(req);
-		return reply_err("unsupported protocol version (this daemon speaks version 1)", NULL);
+		return out;
 	}
-	if (!json_object_object_get_ex(req, "command", &v) || !json_object_is_type(v, json_type_string)) {
+	/* a batch: answers in an array, notifications without one */
+	n = json_object_array_length(req);
+	if (n == 0 || n > CONTROL_BATCH_MAX) {
 		json_object_put(req);
-		return reply_err("no \"command\"", NULL);
+		ctl_fail(&err, CTL_E_REQUEST, "a batch holds 1 to %d requests", CONTROL_BATCH_MAX);
+		return rpc_reply(NULL, NULL, &err);
 	}
-	cmd = json_object_get_string(v);
-	if (!strcmp(cmd, "status")) {
-		res = reply_ok(cmd_status());
-	} else if (!strcmp(cmd, "targets")) {
-		res = reply_ok(cmd_targets());
-	} else if (!strcmp(cmd, "luns")) {
-		res = reply_ok(cmd_luns());
-	} else if (!strcmp(cmd, "sessions")) {
-		res = reply_ok(cmd_sessions());
-	} else if (!strcmp(cmd, "stats") || !strcmp(cmd, "reset")) {
-		struct json_object *r = cmd_stats(req, !strcmp(cmd, "reset"));
+	out = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *r = rpc_call(json_object_array_get_idx(req, i));
 
-		res = r ? reply_ok(r) : reply_err("no such target or LUN", NULL);
-	} else if (!strcmp(cmd, "reload")) {
-		res = cmd_reload();
-	} else if (observe_method(cmd)) {
-		struct observe_err e = { 0 };
-		struct json_object *r = observe_method(cmd)(req, &e);
-
-		res = r ? reply_ok(r) : reply_err(e.msg, NULL);
-	} else {
-		res = reply_err("unknown command (status, targets, luns, sessions, stats, reset, reload)",
-				NULL);
+		if (r)
+			json_object_array_add(out, r);
 	}
 	json_object_put(req);
-	return res;
+	if (!json_object_array_length(out)) {
+		json_object_put(out);
+		return NULL;
+	}
+	return out;
 }
 
 /* ---- the socket --------------------------------------------------------- */
@@ -784,6 +449,10 @@ static void client_input(struct control_client *cl)
 		return;
 	}
 	if (cl->len + (size_t)r > CONTROL_LINE_MAX) {
+		static const char big[] = "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,"
+					  "\"message\":\"request line longer than 65536 bytes\"},\"id\":null}\n";
+
+		client_write(cl->fd, big, sizeof(big) - 1);
 		client_close(cl);
 		return;
 	}
@@ -805,8 +474,7 @@ static void client_input(struct control_client *cl)
 		size_t line_len = (size_t)(nl - cl->buf);
 
 		*nl = 0;
-		if (line_len) {
-			rep = control_handle_line(cl->buf);
+		if (line_len && (rep = control_handle_line(cl->buf))) {
 			s = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
 			if (client_write(cl->fd, s, strlen(s)) || client_write(cl->fd, "\n", 1)) {
 				json_object_put(rep);
@@ -819,6 +487,23 @@ static void client_input(struct control_client *cl)
 		cl->len -= line_len + 1;
 		cl->buf[cl->len] = 0;
 	}
+}
+
+static void control_accept(void)
+{
+	int fd = accept4(control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < CONTROL_MAX_CLIENTS; i++)
+		if (clients[i].fd < 0) {
+			clients[i].fd = fd;
+			return;
+		}
+	static const char busy[] = "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":5,"
+				   "\"message\":\"too many control clients\"},\"id\":null}\n";
+	client_write(fd, busy, sizeof(busy) - 1);
+	close(fd);
 }
 
 static void *control_main(void *arg)
@@ -850,26 +535,8 @@ static void *control_main(void *arg)
 		for (nfds_t i = 2; i < n; i++)
 			if (pf[i].revents && clients[map[i]].fd >= 0)
 				client_input(&clients[map[i]]);
-		if (pf[1].revents & POLLIN) {
-			int fd = accept4(control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-			int slot = -1;
-
-			if (fd < 0)
-				continue;
-			for (int i = 0; i < CONTROL_MAX_CLIENTS; i++)
-				if (clients[i].fd < 0) {
-					slot = i;
-					break;
-				}
-			if (slot < 0) {
-				static const char busy[] =
-					"{\"version\":1,\"ok\":false,\"error\":\"too many control clients\"}\n";
-				client_write(fd, busy, sizeof(busy) - 1);
-				close(fd);
-				continue;
-			}
-			clients[slot].fd = fd;
-		}
+		if (pf[1].revents & POLLIN)
+			control_accept();
 	}
 	return NULL;
 }

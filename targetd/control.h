@@ -1,6 +1,6 @@
 /*
- * The admin interface of the daemon: the control socket (JSON lines,
- * targetctl(8)), the Prometheus endpoint, and configuration reload.
+ * The admin interface of the daemon: the control socket (JSON-RPC 2.0
+ * lines, targetctl(8)), the Prometheus endpoint, and configuration reload.
  */
 #ifndef TARGETD_CONTROL_H
 #define TARGETD_CONTROL_H
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include "conf/config.h"
 
-#define CONTROL_PROTOCOL_VERSION 1
+#define CONTROL_PROTOCOL_VERSION 2   /* JSON-RPC 2.0 envelope (targetctl(8)) */
 
 struct json_object;
 struct scsi_lun;
@@ -17,8 +17,9 @@ struct scsi_lun;
 /* control.c: the control socket. */
 int control_start(const char *path);
 void control_stop(void);
-/* Build a reply for one request line (also used by the tests). The
- * returned object is owned by the caller (json_object_put). */
+/* Build the answer to one request line (also used by the tests): a
+ * JSON-RPC 2.0 response, an array of them for a batch, or NULL when the
+ * line held only notifications. Owned by the caller (json_object_put). */
 struct json_object *control_handle_line(const char *line);
 /* The per-LUN statistics object of "stats" (exposed for the tests). */
 struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun);
@@ -34,6 +35,7 @@ char *metrics_render(size_t *len);
 struct reload_report {
 	char **msgs;            /* errors (refused) or changes applied */
 	unsigned n;
+	bool unavailable;       /* refused because there is no file to read */
 };
 /* Remember how the daemon was started: the config file (NULL: embedded
  * default, which cannot be reloaded) and the configuration in use. */

@@ -567,6 +567,7 @@ int reload_config(struct reload_report *rep)
 	pthread_mutex_lock(&reload_mutex);
 	if (!reload_file) {
 		rep_add(rep, "the daemon runs the embedded default configuration (no -c FILE): nothing to reload");
+		rep->unavailable = true;
 		pthread_mutex_unlock(&reload_mutex);
 		return -1;
 	}

@@ -219,14 +219,22 @@ case_info() {
 	CTL stats "$IQN" 9 --json 2>&1 | grep -q "no such target or LUN" || return 1
 	CTL stats no.such.target 2>&1 | grep -q "no such target" || return 1
 	[ "$(stat -c %a "$SOCK")" = 600 ] || { echo "socket mode $(stat -c %a "$SOCK")"; return 1; }
-	# the protocol is versioned
+	# the protocol is JSON-RPC 2.0, versioned; the old envelope is told so
 	python3 - "$SOCK" <<'EOF'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 f = s.makefile("rw")
-f.write('{"version":7,"command":"status"}\n'); f.flush()
-r = json.loads(f.readline())
-sys.exit(0 if r["ok"] is False and r["version"] == 1 and "version" in r["error"] else r)
+def call(line):
+    f.write(line + "\n"); f.flush()
+    return json.loads(f.readline())
+r = call('{"version":1,"command":"status"}')
+assert r["jsonrpc"] == "2.0" and r["error"]["code"] == -32600 and "JSON-RPC 2.0" in r["error"]["message"], r
+r = call('{"jsonrpc":"2.0","method":"status","id":"x1"}')
+assert r["id"] == "x1" and r["result"]["protocol_version"] == 2, r
+r = call('{"jsonrpc":"2.0","method":"stats","params":{"target":"no.such"},"id":2}')
+assert r["id"] == 2 and r["error"]["code"] == 1 and "no such target" in r["error"]["message"], r
+r = call('[{"jsonrpc":"2.0","method":"luns","id":1},{"jsonrpc":"2.0","method":"nope","id":2}]')
+assert [x["id"] for x in r] == [1, 2] and "result" in r[0] and r[1]["error"]["code"] == -32601, r
 EOF
 }
 run_test "targetctl status, targets, luns; unknown LUN; socket mode 0600; protocol version" case_info

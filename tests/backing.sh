@@ -74,6 +74,14 @@ case_reload_shrink() {
 	[ "$(size "$T/a.img")" = $((32 * MiB)) ] || { echo "file size now $(size "$T/a.img")"; return 1; }
 	[ "$(sum "$T/a.img")" = "$A0" ] || { echo "file contents changed"; return 1; }
 	[ "$(lun_bytes 0)" = $((32 * MiB)) ] || { echo "LUN size now $(lun_bytes 0)"; return 1; }
+	# the same refusal as JSON (on stdout, exit status 1)
+	CTL reload --json >"$out" 2>&1 && return 1
+	python3 - "$out" <<'EOF'
+import json, sys
+e = json.load(open(sys.argv[1]))
+assert isinstance(e["code"], int) and "refused" in e["message"], e
+assert any("never shrinks" in m for m in e["data"]["errors"]), e
+EOF
 }
 run_test "a reload that shrinks a LUN is refused; file and LUN keep every byte" case_reload_shrink
 

@@ -395,21 +395,53 @@ START_TEST(test_json_rendering)
 }
 END_TEST
 
+/* JSON-RPC 2.0: the error object's code, answers keep the id,
+ * notifications get none, batches get an array. */
+static int rpc_code(struct json_object *r)
+{
+	struct json_object *e, *c;
+
+	if (!json_object_object_get_ex(r, "error", &e) || !json_object_object_get_ex(e, "code", &c))
+		return 0;
+	return json_object_get_int(c);
+}
+
 START_TEST(test_control_protocol_errors)
 {
-	struct json_object *r, *v;
+	struct json_object *r, *v, *e;
 
 	r = control_handle_line("not json");
-	ck_assert(json_object_object_get_ex(r, "ok", &v) && !json_object_get_boolean(v));
+	ck_assert_int_eq(rpc_code(r), -32700);
+	ck_assert(json_object_object_get_ex(r, "id", &v) && v == NULL);
 	json_object_put(r);
-	r = control_handle_line("{\"version\":2,\"command\":\"status\"}");
-	ck_assert(json_object_object_get_ex(r, "ok", &v) && !json_object_get_boolean(v));
-	ck_assert(json_object_object_get_ex(r, "error", &v));
-	ck_assert_ptr_nonnull(strstr(json_object_get_string(v), "version"));
+	/* the old envelope is told which protocol the daemon speaks */
+	r = control_handle_line("{\"version\":1,\"command\":\"status\"}");
+	ck_assert_int_eq(rpc_code(r), -32600);
+	ck_assert(json_object_object_get_ex(r, "error", &e) && json_object_object_get_ex(e, "message", &v));
+	ck_assert_ptr_nonnull(strstr(json_object_get_string(v), "JSON-RPC 2.0"));
 	json_object_put(r);
-	r = control_handle_line("{\"version\":1,\"command\":\"frobnicate\"}");
-	ck_assert(json_object_object_get_ex(r, "ok", &v) && !json_object_get_boolean(v));
-	ck_assert(json_object_object_get_ex(r, "version", &v) && json_object_get_int(v) == 1);
+	r = control_handle_line("{\"jsonrpc\":\"2.0\",\"method\":\"frobnicate\",\"id\":7}");
+	ck_assert_int_eq(rpc_code(r), -32601);
+	ck_assert(json_object_object_get_ex(r, "id", &v) && json_object_get_int(v) == 7);
+	json_object_put(r);
+	r = control_handle_line("{\"jsonrpc\":\"2.0\",\"method\":\"stats\",\"params\":{\"lum\":0},\"id\":\"a\"}");
+	ck_assert_int_eq(rpc_code(r), -32602);
+	ck_assert(json_object_object_get_ex(r, "id", &v) && !strcmp(json_object_get_string(v), "a"));
+	json_object_put(r);
+	r = control_handle_line("{\"jsonrpc\":\"2.0\",\"method\":\"stats\",\"params\":{\"lun\":\"x\"},\"id\":1}");
+	ck_assert_int_eq(rpc_code(r), -32602);
+	json_object_put(r);
+	r = control_handle_line("{\"jsonrpc\":\"2.0\",\"method\":\"help\"}");
+	ck_assert_ptr_null(r);   /* a notification */
+	r = control_handle_line("[{\"jsonrpc\":\"2.0\",\"method\":\"help\",\"id\":1},{\"jsonrpc\":\"2.0\",\"method\":\"help\"},7]");
+	ck_assert(json_object_is_type(r, json_type_array));
+	ck_assert_int_eq(json_object_array_length(r), 2);
+	ck_assert(json_object_object_get_ex(json_object_array_get_idx(r, 0), "result", &v));
+	ck_assert(json_object_is_type(v, json_type_array));
+	ck_assert_int_eq(rpc_code(json_object_array_get_idx(r, 1)), -32600);
+	json_object_put(r);
+	r = control_handle_line("[]");
+	ck_assert_int_eq(rpc_code(r), -32600);
 	json_object_put(r);
 }
 END_TEST

@@ -1,11 +1,9 @@
 /*
  * targetctl: the admin CLI of targetd. Talks to the daemon's control socket
- * (JSON lines, protocol version 1, targetctl(8)).
+ * (JSON-RPC 2.0 lines, control protocol version 2, targetctl(8)).
  *
- *   targetctl [-s SOCKET] status | targets | luns | sessions [--json]
- *   targetctl stats [TARGET [LUN]] [--json] | stats --reset [TARGET [LUN]]
- *   targetctl top [-d SECONDS] [-n COUNT]
- *   targetctl reload
+ * The commands are the table `commands` near the end: one entry (words,
+ * usage, summary, function) per command; `targetctl --help` prints it.
  *
  * DESIGN: one process, one thread; `top` loops: request "stats", compute
  * rates from the difference with the previous answer, draw with ANSI
@@ -32,47 +30,17 @@
 #include "scsi/stats.h"
 #include "tools/targetctl_observe.h"
 
-static const char *sock_path = CONF_DEFAULT_CONTROL_SOCKET;
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *sock_path;      /* -s, TARGETD_CONTROL, or the default */
+static const char *sock_from;      /* where sock_path came from, for messages */
+static bool json_out;              /* -j: print the daemon's JSON */
 static int ctl_fd = -1;
 static char *rx_buf;
 static size_t rx_len;
+static int rpc_id;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: targetctl [-s SOCKET] COMMAND [ARGS]\n"
-		"Ask a running targetd.\n"
-		"\n"
-		"  status                      daemon version, uptime, counts\n"
-		"  targets                     targets, their LUNs and ACLs\n"
-		"  luns                        LUNs: backstore, size, identifiers\n"
-		"  sessions                    sessions: initiator, ISID, TSIH, connections,\n"
-		"                              negotiated parameters\n"
-		"  stats [TARGET [LUN]]        per-LUN counters\n"
-		"  stats --reset [TARGET [LUN]]  zero the counters\n"
-		"  top [-d SEC] [-n COUNT]     live per-LUN rates (q quits)\n"
-		"  reload                      re-read the configuration file\n"
-		"\n"
-		"  -s, --socket PATH   control socket (default " CONF_DEFAULT_CONTROL_SOCKET ")\n"
-		"  -j, --json          print the daemon's JSON answer\n"
-		"  -h, --help          this help\n"
-		"See targetctl(8).\n");
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("targetctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
-
-static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static int die(const char *fmt, ...)
 {
 	va_list ap;
@@ -85,21 +53,45 @@ static int die(const char *fmt, ...)
 	exit(1);
 }
 
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("targetctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see targetctl --help)\n", stderr);
+	return 2;
+}
+
 static void ctl_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int e;
 
 	if (strlen(sock_path) >= sizeof(sa.sun_path))
-		die("%s: path too long", sock_path);
+		die("%s: path too long for a UNIX socket", sock_path);
 	strcpy(sa.sun_path, sock_path);
 	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ctl_fd < 0)
 		die("socket: %s", strerror(errno));
-	if (connect(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)))
-		die("cannot reach targetd at %s: %s", sock_path, strerror(errno));
+	if (!connect(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return;
+	e = errno;
+	fprintf(stderr, "targetctl: cannot reach targetd at %s (%s): %s\n", sock_path, sock_from,
+		strerror(e));
+	if (e == EACCES || e == EPERM)
+		fprintf(stderr, "  the socket is mode 0600: run targetctl as the daemon's user (root)\n");
+	else
+		fprintf(stderr, "  is targetd running? Its control_socket key (targetd.conf(5)) names "
+				"the socket;\n  point targetctl elsewhere with -s PATH or "
+				"TARGETD_CONTROL=PATH\n");
+	exit(1);
 }
 
-/* Send one request, return the reply object (caller puts it). */
+/* Send one request, return the answer object (caller puts it). */
 static struct json_object *ctl_call(struct json_object *req)
 {
 	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
@@ -119,7 +111,7 @@ static struct json_object *ctl_call(struct json_object *req)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			die("the daemon closed the control connection");
+			die("the daemon closed the control connection (%s)", sock_path);
 		nb = realloc(rx_buf, rx_len + (size_t)r + 1);
 		if (!nb)
 			die("out of memory");
@@ -133,24 +125,36 @@ static struct json_object *ctl_call(struct json_object *req)
 	rx_len -= (size_t)(nl + 1 - rx_buf);
 	memmove(rx_buf, nl + 1, rx_len);
 	rx_buf[rx_len] = 0;
-	if (!rep)
-		die("the daemon's answer is not JSON");
+	if (!rep || !json_object_is_type(rep, json_type_object))
+		die("the daemon's answer is not a JSON-RPC response");
 	return rep;
 }
 
-static struct json_object *request(const char *cmd, const char *target, int lun)
+/* Call method with params (consumed; NULL = none); the answer object. */
+static struct json_object *rpc(const char *method, struct json_object *params)
 {
 	struct json_object *req = json_object_new_object(), *rep;
 
-	json_object_object_add(req, "version", json_object_new_int(1));
-	json_object_object_add(req, "command", json_object_new_string(cmd));
-	if (target)
-		json_object_object_add(req, "target", json_object_new_string(target));
-	if (lun >= 0)
-		json_object_object_add(req, "lun", json_object_new_int(lun));
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "method", json_object_new_string(method));
+	if (params)
+		json_object_object_add(req, "params", params);
+	json_object_object_add(req, "id", json_object_new_int(++rpc_id));
 	rep = ctl_call(req);
 	json_object_put(req);
 	return rep;
+}
+
+/* The old shape of a request: a method with an optional target and LUN. */
+static struct json_object *request(const char *method, const char *target, int lun)
+{
+	struct json_object *p = json_object_new_object();
+
+	if (target)
+		json_object_object_add(p, "target", json_object_new_string(target));
+	if (lun >= 0)
+		json_object_object_add(p, "lun", json_object_new_int(lun));
+	return rpc(method, p);
 }
 
 static struct json_object *get(struct json_object *o, const char *path)
@@ -186,14 +190,22 @@ static const char *gets(struct json_object *o, const char *path)
 	return v ? json_object_get_string(v) : "";
 }
 
-/* Check ok; print the error(s) and exit 1 otherwise. Returns result. */
+static void print_json(struct json_object *o);
+
+/* The result of an answer; on an error print it (as JSON on stdout with
+ * -j, else as text on stderr) and exit 1. */
 static struct json_object *result_or_die(struct json_object *rep)
 {
-	struct json_object *ok = get(rep, "ok"), *errs = get(rep, "errors");
+	struct json_object *e = get(rep, "error"), *errs;
 
-	if (ok && json_object_get_boolean(ok))
+	if (!e)
 		return get(rep, "result");
-	fprintf(stderr, "targetctl: %s\n", gets(rep, "error"));
+	if (json_out) {
+		print_json(e);
+		exit(1);
+	}
+	fprintf(stderr, "targetctl: %s\n", gets(e, "message"));
+	errs = get(e, "data.errors");
 	for (size_t i = 0; errs && i < json_object_array_length(errs); i++)
 		fprintf(stderr, "  %s\n", json_object_get_string(json_object_array_get_idx(errs, i)));
 	exit(1);
@@ -518,143 +530,316 @@ static int cmd_top(double interval, long count)
 	return 0;
 }
 
-/* A method of targetctl_observe.c: its result (a reference), or exit. */
-static struct json_object *observe_call(const char *method, struct json_object *params)
-{
-	struct json_object *req = params ? params : json_object_new_object(), *rep, *res;
+/* ---- the commands ------------------------------------------------------- */
 
-	json_object_object_add(req, "version", json_object_new_int(1));
-	json_object_object_add(req, "command", json_object_new_string(method));
-	rep = ctl_call(req);
-	json_object_put(req);
-	res = json_object_get(result_or_die(rep));
-	json_object_put(rep);
-	return res;
+/* argv[0] is the command's last word; options may come anywhere. */
+typedef int (*cli_fn)(int argc, char **argv);
+
+/* Positional arguments of a command that takes no options but -j/-s
+ * (removed before it runs): at most max of them, at least min. */
+static int plain_args(int argc, char **argv, int min, int max, const char *usage)
+{
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1])
+			return usage_error("%s: unknown option %s", usage, argv[i]);
+	if (argc - 1 < min || argc - 1 > max)
+		return usage_error("usage: targetctl %s", usage);
+	return 0;
 }
 
-int main(int argc, char **argv)
+/* Parse a LUN number 0..255; -1 (after a message) when it is not one. */
+static int lun_arg(const char *s)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "reset", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < 0 || v > 255) {
+		usage_error("LUN must be a number 0..255, not '%s'", s);
+		return -1;
+	}
+	return (int)v;
+}
+
+/* Print a query's result (or its JSON) and return 0. */
+static int show(const char *method, struct json_object *params, void (*human)(struct json_object *))
+{
+	struct json_object *rep = rpc(method, params), *res = result_or_die(rep);
+
+	if (json_out)
+		print_json(res);
+	else
+		human(res);
+	json_object_put(rep);
+	return 0;
+}
+
+static int cli_status(int argc, char **argv)
+{
+	return plain_args(argc, argv, 0, 0, "status") ?: show("status", NULL, show_status);
+}
+
+static int cli_targets(int argc, char **argv)
+{
+	return plain_args(argc, argv, 0, 0, "targets") ?: show("targets", NULL, show_targets);
+}
+
+static int cli_luns(int argc, char **argv)
+{
+	return plain_args(argc, argv, 0, 0, "luns") ?: show("luns", NULL, show_luns);
+}
+
+static int cli_sessions(int argc, char **argv)
+{
+	return plain_args(argc, argv, 0, 0, "sessions") ?: show("sessions", NULL, show_sessions);
+}
+
+static void show_reset(struct json_object *r)
+{
+	printf("counters of %llu LUNs reset\n", (unsigned long long)getu(r, "reset"));
+}
+
+static int cli_stats(int argc, char **argv)
+{
+	bool reset = false;
+	char *pos[3];
+	int n = 0, lun = -1;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--reset") || !strcmp(argv[i], "-r"))
+			reset = true;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return usage_error("stats: unknown option %s", argv[i]);
+		else if (n < 3)
+			pos[n++] = argv[i];
+		else
+			return usage_error("stats: too many arguments");
+	}
+	if (n > 2)
+		return usage_error("usage: targetctl stats [--reset] [TARGET [LUN]]");
+	if (n > 1 && (lun = lun_arg(pos[1])) < 0)
+		return 2;
+	{
+		struct json_object *rep = request(reset ? "reset" : "stats", n ? pos[0] : NULL, lun);
+		struct json_object *res = result_or_die(rep);
+
+		if (json_out)
+			print_json(res);
+		else if (reset)
+			show_reset(res);
+		else
+			show_stats(res);
+		json_object_put(rep);
+	}
+	return 0;
+}
+
+static int cli_top(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "delay", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool json = false, reset = false;
 	double interval = 1.0;
 	long count = 0;
-	const char *cmd, *target = NULL;
-	struct json_object *rep, *res;
-	int opt, lun = -1;
+	char *end;
+	int c;
 
-	/* Options may come anywhere ("stats --json", "top -n 3"). */
-	while ((opt = getopt_long(argc, argv, "+s:jrhd:n:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			sock_path = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'r':
-			reset = true;
-			break;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+d:n:", o, NULL)) != -1) {
+		switch (c) {
 		case 'd':
-			interval = atof(optarg);
+			interval = strtod(optarg, &end);
+			if (*end || interval <= 0)
+				return usage_error("top: -d wants seconds, not '%s'", optarg);
 			if (interval < 0.1)
 				interval = 0.1;
 			break;
 		case 'n':
-			count = atol(optarg);
+			count = strtol(optarg, &end, 10);
+			if (*end || count < 1)
+				return usage_error("top: -n wants a count of screens, not '%s'", optarg);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
 			return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (optind < argc)
+		return usage_error("usage: targetctl top [-d SECONDS] [-n COUNT]");
+	return cmd_top(interval, count);
+}
+
+static void show_reload(struct json_object *r)
+{
+	struct json_object *ch = get(r, "changes");
+
+	for (size_t i = 0; ch && i < json_object_array_length(ch); i++)
+		printf("%s\n", json_object_get_string(json_object_array_get_idx(ch, i)));
+}
+
+static int cli_reload(int argc, char **argv)
+{
+	return plain_args(argc, argv, 0, 0, "reload") ?: show("reload", NULL, show_reload);
+}
+
+static void show_methods(struct json_object *r)
+{
+	for (size_t i = 0; i < json_object_array_length(r); i++) {
+		struct json_object *m = json_object_array_get_idx(r, i);
+
+		printf("%-16s %-36s %s\n", gets(m, "method"), gets(m, "params"), gets(m, "summary"));
+	}
+}
+
+static int cli_methods(int argc, char **argv)
+{
+	return plain_args(argc, argv, 0, 0, "methods") ?: show("help", NULL, show_methods);
+}
+
+/* The observation commands (targetctl_observe.c) call methods through
+ * this: the result (a reference), or print the error and exit. */
+static struct json_object *observe_rpc(const char *method, struct json_object *params)
+{
+	struct json_object *rep = rpc(method, params), *res = json_object_get(result_or_die(rep));
+
+	json_object_put(rep);
+	return res;
+}
+
+static int cli_histo(int argc, char **argv)
+{
+	const struct tc_observe io = { .call = observe_rpc, .json = json_out };
+
+	return tc_observe_histo(argc, argv, &io);
+}
+
+static int cli_trace(int argc, char **argv)
+{
+	const struct tc_observe io = { .call = observe_rpc, .json = json_out };
+
+	return tc_observe_trace(argc, argv, &io);
+}
+
+struct cli_cmd {
+	const char *word, *word2;  /* "lun", "resize"; word2 NULL: one word */
+	const char *args;          /* usage after the words */
+	const char *summary;
+	cli_fn fn;
+};
+
+static const struct cli_cmd commands[] = {
+	{ "status", NULL, "", "daemon version, uptime, counts, paths", cli_status },
+	{ "targets", NULL, "", "targets, their LUNs, ACLs and CHAP", cli_targets },
+	{ "luns", NULL, "", "LUNs: backstore, path, size, identifiers", cli_luns },
+	{ "sessions", NULL, "", "sessions: initiator, ISID, TSIH, connections, parameters",
+	  cli_sessions },
+	{ "stats", NULL, "[--reset] [TARGET [LUN]]", "per-LUN counters (--reset: zero them)",
+	  cli_stats },
+	{ "top", NULL, "[-d SECONDS] [-n COUNT]", "live per-LUN rates (q quits)", cli_top },
+	{ "reload", NULL, "", "re-read the configuration file, apply the difference", cli_reload },
+	{ "histo", NULL, "[on|off|reset] [TARGET] LUN [--initiator NAME]",
+	  "workload histograms of a LUN (a text chart)", cli_histo },
+	{ "trace", NULL, "start|stop|status|dump ...", "command traces (targetctl(8))", cli_trace },
+	{ "methods", NULL, "", "the daemon's control methods (JSON-RPC)", cli_methods },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: targetctl [-s SOCKET] [-j] COMMAND [ARGS]\n"
+		   "Ask a running targetd, or change what it serves.\n\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		char words[96];
+
+		snprintf(words, sizeof(words), "%s%s%s %s", commands[i].word,
+			 commands[i].word2 ? " " : "", commands[i].word2 ? commands[i].word2 : "",
+			 commands[i].args);
+		fprintf(f, "  %-40s %s\n", words, commands[i].summary);
+	}
+	fprintf(f, "\n"
+		   "  -s, --socket PATH   control socket (default: $TARGETD_CONTROL, else\n"
+		   "                      " CONF_DEFAULT_CONTROL_SOCKET ")\n"
+		   "  -j, --json          print the daemon's JSON answer (errors too, on stdout)\n"
+		   "  -h, --help          this help\n"
+		   "Exit status: 0 done, 1 error (daemon unreachable or said no), 2 usage.\n"
+		   "See targetctl(8).\n");
+}
+
+/* Take the global options out of argv wherever they are (before or after
+ * the command); what is left is the command and its own arguments. */
+static int global_options(int *argcp, char **argv)
+{
+	int argc = *argcp, out = 1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			while (i < argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
+			json_out = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "-s") || !strcmp(a, "--socket")) {
+			if (i + 1 >= argc)
+				return usage_error("%s needs a path", a);
+			sock_path = argv[++i];
+			sock_from = "from -s";
+		} else if (!strncmp(a, "--socket=", 9)) {
+			sock_path = a + 9;
+			sock_from = "from -s";
+		} else {
+			argv[out++] = argv[i];
+		}
+	}
+	*argcp = out;
+	argv[out] = NULL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_cmd *c = NULL;
+	int rc;
+
+	sock_path = getenv("TARGETD_CONTROL");
+	sock_from = "from TARGETD_CONTROL";
+	if (!sock_path || !*sock_path) {
+		sock_path = CONF_DEFAULT_CONTROL_SOCKET;
+		sock_from = "the default";
+	}
+	if ((rc = global_options(&argc, argv)))
+		return rc;
+	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	cmd = argv[optind++];
-	if (!strcmp(cmd, "histo") || !strcmp(cmd, "trace")) {
-		struct tc_observe io = { .call = observe_call, .json = json };
-
-		return (!strcmp(cmd, "histo") ? tc_observe_histo : tc_observe_trace)(
-			argc - optind + 1, argv + optind - 1, &io);
+	for (size_t i = 0; i < ARRAY_SIZE(commands) && !c; i++) {
+		if (strcmp(commands[i].word, argv[1]))
+			continue;
+		if (!commands[i].word2)
+			c = &commands[i];
+		else if (argc > 2 && !strcmp(commands[i].word2, argv[2]))
+			c = &commands[i];
 	}
-	/* options after the command */
-	{
-		char *rest[16];
-		int nrest = 0;
+	if (!c) {
+		char subs[256] = "";
 
-		for (int i = optind; i < argc; i++) {
-			const char *a = argv[i];
-
-			if (!strcmp(a, "--json") || !strcmp(a, "-j"))
-				json = true;
-			else if (!strcmp(a, "--reset"))
-				reset = true;
-			else if ((!strcmp(a, "-d") || !strcmp(a, "-n")) && i + 1 < argc) {
-				if (a[1] == 'd')
-					interval = atof(argv[++i]) < 0.1 ? 0.1 : atof(argv[i]);
-				else
-					count = atol(argv[++i]);
-			} else if ((!strcmp(a, "-s") || !strcmp(a, "--socket")) && i + 1 < argc)
-				sock_path = argv[++i];
-			else if (a[0] == '-')
-				return usage_error("unknown option %s (see targetctl --help)", a);
-			else if (nrest < 16)
-				rest[nrest++] = argv[i];
-		}
-		if (nrest > 0)
-			target = rest[0];
-		if (nrest > 1) {
-			char *end;
-			long v = strtol(rest[1], &end, 10);
-
-			if (*end || v < 0 || v > 255)
-				return usage_error("LUN must be a number 0..255, not '%s'", rest[1]);
-			lun = (int)v;
-		}
-		if (nrest > 2 || (nrest && strcmp(cmd, "stats")))
-			return usage_error("too many arguments for '%s'", cmd);
+		for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+			if (!strcmp(commands[i].word, argv[1]) && commands[i].word2 &&
+			    strlen(subs) + strlen(commands[i].word2) + 3 < sizeof(subs))
+				strcat(strcat(subs, subs[0] ? ", " : ""), commands[i].word2);
+		if (subs[0])
+			return usage_error("%s %s: unknown; '%s' takes one of: %s", argv[1],
+					   argc > 2 ? argv[2] : "(nothing)", argv[1], subs);
+		return usage_error("unknown command '%s'", argv[1]);
 	}
-
-	if (!strcmp(cmd, "top"))
-		return cmd_top(interval, count);
-	if (!strcmp(cmd, "stats") && reset)
-		cmd = "reset";
-	if (strcmp(cmd, "status") && strcmp(cmd, "targets") && strcmp(cmd, "luns") &&
-	    strcmp(cmd, "sessions") && strcmp(cmd, "stats") && strcmp(cmd, "reset") &&
-	    strcmp(cmd, "reload"))
-		return usage_error("unknown command '%s' (see targetctl --help)", cmd);
-	rep = request(cmd, target, lun);
-	res = result_or_die(rep);
-	if (json)
-		print_json(res);
-	else if (!strcmp(cmd, "status"))
-		show_status(res);
-	else if (!strcmp(cmd, "targets"))
-		show_targets(res);
-	else if (!strcmp(cmd, "luns"))
-		show_luns(res);
-	else if (!strcmp(cmd, "sessions"))
-		show_sessions(res);
-	else if (!strcmp(cmd, "stats"))
-		show_stats(res);
-	else if (!strcmp(cmd, "reset"))
-		printf("counters of %llu LUNs reset\n", (unsigned long long)getu(res, "reset"));
-	else if (!strcmp(cmd, "reload")) {
-		struct json_object *ch = get(res, "changes");
-
-		for (size_t i = 0; ch && i < json_object_array_length(ch); i++)
-			printf("%s\n", json_object_get_string(json_object_array_get_idx(ch, i)));
-	}
-	json_object_put(rep);
-	return 0;
+	if (c->word2)
+		return c->fn(argc - 2, argv + 2);
+	return c->fn(argc - 1, argv + 1);
 }

@@ -1,7 +1,7 @@
 /*
  * targetd's counters through its control socket: a UNIX stream socket
- * speaking JSON lines (targetctl(8)). vaai-lab asks
- *   {"version":1,"command":"stats","target":IQN,"lun":N}
+ * speaking JSON-RPC 2.0 lines (targetctl(8)). vaai-lab asks
+ *   {"jsonrpc":"2.0","method":"stats","params":{"target":IQN,"lun":N},"id":1}
  * and reads, from the one LUN of the answer, the counters a demonstration
  * compares with what the client saw: RESERVATION CONFLICT statuses, ATS
  * successes and miscompares, EXTENDED COPY and WRITE SAME / UNMAP totals,
@@ -122,7 +122,7 @@ static uint64_t ju(struct json_object *o, const char *path)
 
 void lab_ctl_read(const struct lab_opts *o, struct lab_counters *c)
 {
-	struct json_object *req, *rep, *ok, *luns, *l, *alloc;
+	struct json_object *req, *rep, *params, *luns, *l, *alloc;
 	struct lab_url u;
 
 	memset(c, 0, sizeof(*c));
@@ -132,16 +132,18 @@ void lab_ctl_read(const struct lab_opts *o, struct lab_counters *c)
 	if (lab_parse_url(o->url, &u))
 		exit(2);
 	req = json_object_new_object();
-	json_object_object_add(req, "version", json_object_new_int(CONTROL_PROTOCOL_VERSION));
-	json_object_object_add(req, "command", json_object_new_string("stats"));
-	json_object_object_add(req, "target", json_object_new_string(u.target));
-	json_object_object_add(req, "lun", json_object_new_int(u.lun));
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "method", json_object_new_string("stats"));
+	params = json_object_new_object();
+	json_object_object_add(params, "target", json_object_new_string(u.target));
+	json_object_object_add(params, "lun", json_object_new_int(u.lun));
+	json_object_object_add(req, "params", params);
+	json_object_object_add(req, "id", json_object_new_int(1));
 	rep = ctl_call(o->control, req);
 	json_object_put(req);
-	ok = jget(rep, "ok");
-	if (!ok || !json_object_get_boolean(ok))
+	if (jget(rep, "error") || !jget(rep, "result"))
 		lab_die("targetd (%s) refused the stats request for %s LUN %d: %s", o->control,
-			u.target, u.lun, json_object_get_string(jget(rep, "error")));
+			u.target, u.lun, json_object_get_string(jget(rep, "error.message")));
 	luns = jget(rep, "result.luns");
 	if (!luns || json_object_array_length(luns) != 1)
 		lab_die("targetd (%s) has no LUN %d on target %s: is --control the socket of the "
@@ -182,8 +184,9 @@ double lab_ctl_target_cpu(const struct lab_opts *o)
 	if (pid < 0) {
 		struct json_object *req = json_object_new_object(), *rep, *v;
 
-		json_object_object_add(req, "version", json_object_new_int(CONTROL_PROTOCOL_VERSION));
-		json_object_object_add(req, "command", json_object_new_string("status"));
+		json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+		json_object_object_add(req, "method", json_object_new_string("status"));
+		json_object_object_add(req, "id", json_object_new_int(2));
 		rep = ctl_call(o->control, req);
 		json_object_put(req);
 		v = jget(rep, "result.pid");
