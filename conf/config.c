@@ -45,6 +45,7 @@ struct conf_ctx {
 	struct conf_errors *errs;  /* may be NULL */
 	unsigned n_err;
 	char *incdir;              /* "dir/" of the main file, for @include names */
+	const char *text;          /* conf_load_string: the text, for syntax errors */
 };
 
 /* ---- errors ---------------------------------------------------------- */
@@ -1065,9 +1066,10 @@ static void conf_root_listen(struct conf_ctx *x, const config_setting_t *s, cons
 		if (!addr)
 			continue;
 		if (conf_split_listen(addr, host, sizeof(host), &port, &has_port, &seen[c->n_listen]) < 0) {
-			conf_err(x, as, akey,
-				 "\"%s\" is not a numeric address with an optional port (1.2.3.4:3260, [::1]:3260)",
-				 addr);
+			char why[160];
+
+			conf_listen_error(addr, why, sizeof(why));
+			conf_err(x, as, akey, "\"%s\"%s%s", addr, why[0] == 'i' ? " " : ": ", why);
 			continue;
 		}
 		for (j = 0; j < c->n_listen; j++)
@@ -1417,27 +1419,91 @@ static void conf_ctx_init(struct conf_ctx *x, const char *name, unsigned flags,
 	x->errs = errs;
 	x->n_err = 0;
 	x->incdir = NULL;
+	x->text = NULL;
 	if (errs) {
 		errs->msgs = NULL;
 		errs->n = 0;
 	}
 }
 
+/* Line n of the text or file, trimmed and shortened, into out (for the
+ * "near" of a syntax error). Empty when it cannot be read. */
+static void conf_source_line(const char *text, const char *path, int n, char *out, size_t cap)
+{
+	char buf[4096];
+	size_t len = 0, o = 0;
+	const char *p = NULL;
+
+	out[0] = 0;
+	if (text) {
+		p = text;
+		for (int i = 1; i < n && p; i++)
+			if ((p = strchr(p, '\n')))
+				p++;
+		if (p) {
+			len = strcspn(p, "\n");
+			if (len >= sizeof(buf))
+				len = sizeof(buf) - 1;
+			memcpy(buf, p, len);
+		}
+	} else if (path) {
+		FILE *f = fopen(path, "r");
+
+		for (int i = 1; f && i <= n; i++) {
+			if (!fgets(buf, sizeof(buf), f)) {
+				buf[0] = 0;
+				break;
+			}
+		}
+		if (f)
+			fclose(f);
+		else
+			buf[0] = 0;
+		len = strcspn(buf, "\n");
+	}
+	buf[len] = 0;
+	p = buf + strspn(buf, " \t");
+	len = strlen(p);
+	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\r'))
+		len--;
+	for (size_t i = 0; i < len && o + 4 < cap; i++) {
+		if (o >= 56 && len > 60) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		out[o++] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i];
+	}
+	out[o] = 0;
+}
+
 static void conf_syntax_error(struct conf_ctx *x, config_t *cfg)
 {
 	int line = config_error_line(cfg);
-	char *file;
+	const char *what = config_error_text(cfg);
+	char near[80], *file;
 
 	x->n_err++;
 	if (!x->errs)
 		return;
 	file = conf_file_name(x, config_error_file(cfg));
+	near[0] = 0;
 	if (line > 0)
-		conf_errors_push(x->errs, conf_xasprintf("%s:%d: syntax error: %s", file, line,
-							  config_error_text(cfg)));
+		conf_source_line(config_error_file(cfg) ? NULL : x->text,
+				 config_error_file(cfg) ? config_error_file(cfg) : x->name, line, near,
+				 sizeof(near));
+	if (line <= 0)
+		conf_errors_push(x->errs, conf_xasprintf("%s: syntax error: %s", file, what));
+	else if (!near[0])
+		conf_errors_push(x->errs, conf_xasprintf("%s:%d: syntax error: %s", file, line, what));
+	else if (!strcmp(what, "syntax error"))
+		conf_errors_push(x->errs, conf_xasprintf(
+			"%s:%d: syntax error near '%s' (a value missing, a ';' or ',' too many or too "
+			"few, a bracket or a quote not closed, here or on the line before?)",
+			file, line, near));
 	else
-		conf_errors_push(x->errs, conf_xasprintf("%s: syntax error: %s", file,
-							  config_error_text(cfg)));
+		conf_errors_push(x->errs, conf_xasprintf("%s:%d: syntax error: %s near '%s'", file,
+							  line, what, near));
 	free(file);
 }
 
@@ -1509,6 +1575,7 @@ int conf_load_string_opts(struct conf *c, const char *text, const char *name, un
 
 	memset(c, 0, sizeof(*c));
 	conf_ctx_init(&x, name ? name : "<string>", flags, errs);
+	x.text = text;
 	config_init(&cfg);
 	if (!config_read_string(&cfg, text)) {
 		conf_syntax_error(&x, &cfg);

@@ -7,6 +7,7 @@
 #define CONF_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CONF_DEFAULT_FILE "/etc/targetd/targetd.conf"
@@ -161,5 +162,9 @@ int conf_parse_size(const char *s, uint64_t *out);
  * and come back in canonical decimal. On -1 *host and *port are NULL;
  * on 0 both are malloc'ed. */
 int conf_parse_listen(const char *s, char **host, char **port);
+/* Why s is not a listen address, written into buf: "is not a numeric
+ * address ...", or "numeric address expected: 127.0.0.1:P (...)" for
+ * "localhost:P"; NULL when it is one. */
+const char *conf_listen_error(const char *s, char *buf, size_t cap);
 
 #endif

@@ -178,6 +178,48 @@ int conf_parse_listen(const char *s, char **host, char **port)
 	return 0;
 }
 
+/* What is wrong with a listen address, said so that the fix is plain
+ * ("is not ..." or "numeric address expected: ..."; the caller puts the
+ * address before it); NULL when it is good. */
+const char *conf_listen_error(const char *s, char *buf, size_t cap)
+{
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+	bool has_port;
+
+	if (conf_split_listen(s, host, sizeof(host), &port, &has_port, NULL) == 0)
+		return NULL;
+	if (!s || !*s) {
+		snprintf(buf, cap, "is empty: an address such as 127.0.0.1:3260 is expected");
+		return buf;
+	}
+	if (s[0] != '[') {
+		const char *c1 = strchr(s, ':');
+		bool v6 = c1 && strchr(c1 + 1, ':');
+		size_t hlen = c1 && !v6 ? (size_t)(c1 - s) : strlen(s);
+		bool name = false;
+
+		for (size_t i = 0; i < hlen && !v6; i++)
+			name |= isalpha((unsigned char)s[i]) || s[i] == '_';
+		if (name) {
+			bool local = hlen == 9 && !strncmp(s, "localhost", 9);
+
+			snprintf(buf, cap, "numeric address expected: %s:%s (host names such as "
+				 "'%.*s' are not resolved; [::1]:PORT for IPv6)",
+				 local ? "127.0.0.1" : "A.B.C.D", c1 && c1[1] ? c1 + 1 : "3260",
+				 (int)hlen, s);
+			return buf;
+		}
+	} else if (!strchr(s, ']')) {
+		snprintf(buf, cap, "is not a numeric address: an IPv6 address in brackets needs the "
+			 "closing ']': [::1]:3260");
+		return buf;
+	}
+	snprintf(buf, cap, "is not a numeric address with an optional port 1 to 65535 "
+		 "(1.2.3.4:3260, [::1]:3260)");
+	return buf;
+}
+
 /* ---- names ----------------------------------------------------------- */
 
 /* RFC 7143 4.2.7: the one validator (common/iscsi_name.c); the file must

@@ -474,7 +474,7 @@ void iscsi_conn_reject(struct iscsi_conn *c, uint8_t reason, const uint8_t *bhs)
 /* Reject and drop the connection (protocol errors at ErrorRecoveryLevel 0). */
 static void conn_fatal(struct iscsi_conn *c, uint8_t reason, const char *why)
 {
-	log_info("connection %s: %s", c->peer, why);
+	log_debug("connection %s: %s", c->peer, why);   /* iscsi_conn_close logs it */
 	if (c->state == CONN_FULL) {
 		iscsi_conn_reject(c, reason, c->bhs);
 		iscsi_conn_flush(c);
@@ -494,7 +494,17 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 		return;
 	c->dead = true;
 	c->refs++;   /* keep c alive while its tasks are released */
-	log_debug("closing connection %s: %s", c->peer, why);
+	if (s || c->login) {   /* one line per connection that began a login */
+		bool logout = !strcmp(why, "logout complete");
+
+		log_event(LOG_LVL_INFO, logout && s ? "logout" : "connection_closed",
+			  KV_S("initiator", s ? s->initiator : NULL), KV_U("tsih", s ? s->tsih : 0),
+			  KV_U("cid", c->cid),
+			  KV_S("target", s && !s->discovery && s->target ? s->target->iqn : NULL),
+			  KV_S("peer", c->peer), KV_S("reason", logout && !s ? "login refused" : why));
+	}
+	else
+		log_debug("closing connection %s: %s", c->peer, why);
 	net_epoll_del(c->thread, c->fd);
 	close(c->fd);
 	c->fd = -1;

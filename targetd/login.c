@@ -42,6 +42,7 @@
 #include "common/iscsi_name.h"
 #include "targetd/chap.h"
 #include "targetd/conn.h"
+#include "targetd/control.h"
 #include "targetd/limits.h"
 #include "targetd/login.h"
 #include "targetd/net.h"
@@ -171,7 +172,13 @@ static uint16_t login_key_initiator(struct iscsi_login *l, const char *v, const 
 	const char *bad;
 
 	if (l->have_initiator) {
-		*why = "InitiatorName declared twice";
+		char again[ISCSI_NAME_MAX + 1];
+
+		/* libiscsi 1.19 repeats it in a discovery login: the same name
+		 * again is harmless, another one is an error */
+		if (!iscsi_name_normalize(v, again) && !strcmp(again, l->initiator))
+			return ISCSI_LOGIN_OK;
+		*why = "InitiatorName declared twice with different names";
 		return ISCSI_LOGIN_INITIATOR_ERROR;
 	}
 	bad = iscsi_name_normalize(v, l->initiator);
@@ -630,9 +637,28 @@ static void login_respond(struct iscsi_conn *c, uint16_t status, bool transit, u
 	iscsi_conn_queue_pdu(c, p);
 }
 
+/* "address:port" (IPv6 in brackets) of the portal c came in on, for logs. */
+static const char *login_portal(const struct iscsi_conn *c, char *buf, size_t cap)
+{
+	snprintf(buf, cap, strchr(c->local, ':') ? "[%s]:%s" : "%s:%s", c->local,
+		 c->portal ? c->portal->port : "?");
+	return buf;
+}
+
 static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 {
-	log_info("login from %s refused (%#06x): %s", c->peer, status, why);
+	const struct iscsi_login *l = c->login;
+	char isid[16], portal[80];
+
+	snprintf(isid, sizeof(isid), "0x%02x%02x%02x%02x%02x%02x", l->isid[0], l->isid[1],
+		 l->isid[2], l->isid[3], l->isid[4], l->isid[5]);
+	log_event(LOG_LVL_INFO, status == ISCSI_LOGIN_AUTH_FAILED    ? "chap_failed"
+				: status == ISCSI_LOGIN_AUTHZ_FAILED ? "acl_refused"
+								     : "login_refused",
+		  KV_S("initiator", l->have_initiator ? l->initiator : NULL), KV_S("isid", isid),
+		  KV_S("target", l->target ? l->target->iqn : NULL), KV_S("peer", c->peer),
+		  KV_S("portal", login_portal(c, portal, sizeof(portal))), KV_X("status", status),
+		  KV_S("reason", why));
 	login_respond(c, status, false, c->login->stage, 0, NULL, true);
 	c->state = CONN_LOGOUT;
 	iscsi_conn_flush(c);
@@ -678,6 +704,7 @@ static uint16_t login_attach_session(struct iscsi_conn *c, const char **why)
 {
 	struct iscsi_login *l = c->login;
 	struct iscsi_session *s, *old = NULL;
+	unsigned old_tsih = 0;
 	uint16_t st;
 
 	iscsi_session_registry_lock();
@@ -709,6 +736,7 @@ static uint16_t login_attach_session(struct iscsi_conn *c, const char **why)
 	if (old) {
 		/* Session reinstatement (RFC 7143 6.3.5): the old one goes. Its
 		 * owner closes it; here it only leaves the registry. */
+		old_tsih = old->tsih;
 		list_del(&old->reg_link);
 		old->registered = false;
 		iscsi_session_registry_forget();
@@ -723,12 +751,39 @@ static uint16_t login_attach_session(struct iscsi_conn *c, const char **why)
 	s->exp_cmdsn = l->cmdsn;
 	atomic_store(&s->conn_slots, 1);
 	iscsi_session_register(s);
+	if (old)
+		log_event(LOG_LVL_INFO, "session_reinstated", KV_S("initiator", l->initiator),
+			  KV_S("target", l->target->iqn), KV_U("old_tsih", old_tsih),
+			  KV_U("tsih", s->tsih), KV_S("peer", c->peer));
 	iscsi_session_registry_unlock();
 	l->tsih = s->tsih;
 	if (!s->discovery)
 		login_attach_nexus(c, s);
 	c->pending_session = s;
 	return ISCSI_LOGIN_OK;
+}
+
+/* One line per login: who, where, and what was negotiated. */
+static void login_log_success(const struct iscsi_conn *c, const struct iscsi_login *l,
+			      const struct iscsi_session *s)
+{
+	char isid[16], portal[80];
+
+	snprintf(isid, sizeof(isid), "0x%02x%02x%02x%02x%02x%02x", l->isid[0], l->isid[1],
+		 l->isid[2], l->isid[3], l->isid[4], l->isid[5]);
+	log_event(LOG_LVL_INFO, "login", KV_S("initiator", l->initiator), KV_S("isid", isid),
+		  KV_U("tsih", s->tsih), KV_U("cid", l->cid),
+		  KV_S("type", l->discovery ? "discovery" : "normal"),
+		  KV_S("target", l->discovery || !l->target ? NULL : l->target->iqn),
+		  KV_S("peer", c->peer), KV_S("portal", login_portal(c, portal, sizeof(portal))),
+		  KV_U("tpgt", c->tpgt), KV_S("auth", l->auth_needed ? "chap" : "none"),
+		  KV_S("header_digest", l->params.header_digest ? "crc32c" : "none"),
+		  KV_S("data_digest", l->params.data_digest ? "crc32c" : "none"),
+		  KV_U("max_recv_dsl", l->params.max_recv_dsl_target),
+		  KV_U("initiator_max_recv_dsl", l->params.max_recv_dsl_initiator),
+		  KV_U("max_burst", l->params.max_burst), KV_U("first_burst", l->params.first_burst),
+		  KV_S("immediate_data", l->params.immediate_data ? "yes" : "no"),
+		  KV_S("initial_r2t", l->params.initial_r2t ? "yes" : "no"));
 }
 
 /* The final Login Response has been laid out: enter full feature phase. */
@@ -744,6 +799,7 @@ static void login_enter_ffp(struct iscsi_conn *c)
 	c->max_recv_dsl = l->params.max_recv_dsl_target;
 	c->cid = l->cid;
 	c->state = CONN_FULL;
+	login_log_success(c, l, s);
 	iscsi_login_free(c);
 	if (s->thread != c->thread) {
 		/* Every connection of a session lives on the session's thread:

@@ -5,8 +5,13 @@
  * DESIGN: the main thread parses the command line, validates the whole
  * configuration before anything starts (a bad config never half-starts the
  * daemon), builds the runtime, starts the network threads and then only
- * waits for signals (sigwait): SIGTERM/SIGINT stop cleanly, SIGHUP is
- * acknowledged (reload belongs to the admin interface).
+ * waits for signals (sigwait): SIGTERM/SIGINT stop cleanly, SIGHUP
+ * reloads the configuration file (reload.c).
+ *
+ * Where logs go: stderr with timestamps in the foreground (-f); the
+ * systemd journal with structured fields when stderr is the journal
+ * (JOURNAL_STREAM) or the daemon runs as a notify service; syslog once
+ * detached (said on stderr before detaching).
  */
 #include "config.h"
 #include <errno.h>
@@ -25,6 +30,7 @@
 #include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/control.h"
+#include "targetd/daemon.h"
 #include "common/crc32c.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -41,12 +47,16 @@ static void usage(FILE *f)
 		"  -c, --config FILE     read FILE (default " CONF_DEFAULT_FILE " if it exists,\n"
 		"                        else the embedded default: 127.0.0.1:3260, one target,\n"
 		"                        LUN 0 = a 1 GiB sparse file in the state directory)\n"
-		"  -f, --foreground      stay in the foreground and log to stderr\n"
+		"  -f, --foreground      stay in the foreground and log to stderr (with\n"
+		"                        timestamps; to the journal under systemd)\n"
 		"  -v, --verbose         log debugging detail (repeatable)\n"
-		"      --check-config    validate the configuration and exit (0 = valid)\n"
+		"      --check-config    validate the configuration and exit (0 = valid);\n"
+		"                        warns about portals that cannot be bound now\n"
+		"      --pidfile FILE    write the daemon's pid into FILE (locked while it runs)\n"
 		"  -s, --state-dir DIR   override state_dir (the embedded default then also\n"
 		"                        puts its control socket there)\n"
-		"  -l, --listen ADDR     override listen (HOST:PORT, [V6]:PORT; repeatable)\n"
+		"  -l, --listen ADDR     override listen (A.B.C.D:PORT, [V6]:PORT; numeric,\n"
+		"                        repeatable)\n"
 		"      --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
@@ -75,6 +85,27 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+/* The start-up line: what serves, where to ask it, where its metrics are. */
+static void banner(const struct conf *c, const char *config_file, bool foreground)
+{
+	char metrics[96] = "off";
+
+	if (c->metrics_listen)
+		snprintf(metrics, sizeof(metrics), "http://%s/metrics", c->metrics_listen);
+	log_event(LOG_LVL_INFO, "started", KV_S("version", VERSION), KV_U("pid", (unsigned)getpid()),
+		  KV_U("threads", target_runtime->n_threads), KV_U("targets", target_runtime->n_targets),
+		  KV_S("config", config_file ? config_file : "<embedded>"),
+		  KV_S("control_socket", c->control_socket ? c->control_socket : "off"),
+		  KV_S("metrics", metrics));
+	if (foreground) {
+		printf("targetd: control socket %s (targetctl -s %s status)\n",
+		       c->control_socket ? c->control_socket : "off",
+		       c->control_socket ? c->control_socket : "-");
+		printf("targetd: metrics %s\n", metrics);
+		fflush(stdout);
+	}
+}
+
 static void print_urls(const struct conf *c)
 {
 	for (unsigned i = 0; i < c->n_targets; i++) {
@@ -92,7 +123,7 @@ static void print_urls(const struct conf *c)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CHECK = 256, OPT_VERSION };
+	enum { OPT_CHECK = 256, OPT_VERSION, OPT_PIDFILE };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -101,10 +132,11 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config_file = NULL, *state_dir = NULL;
+	const char *config_file = NULL, *state_dir = NULL, *pidfile = NULL;
 	const char *listens[16];
 	unsigned n_listens = 0;
 	bool foreground = false, check_only = false;
@@ -137,6 +169,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_CHECK:
 			check_only = true;
+			break;
+		case OPT_PIDFILE:
+			pidfile = optarg;
 			break;
 		case OPT_VERSION:
 			printf("targetd %s\n", VERSION);
@@ -189,8 +224,12 @@ int main(int argc, char **argv)
 			return 1;
 		for (unsigned i = 0; i < n_listens; i++) {
 			if (conf_parse_listen(listens[i], &l[i].host, &l[i].port)) {
-				fprintf(stderr, "targetd: --listen %s: not HOST:PORT\n", listens[i]);
-				return 1;
+				char why[160];
+
+				conf_listen_error(listens[i], why, sizeof(why));
+				fprintf(stderr, "targetd: --listen %s%s%s\n", listens[i],
+					why[0] == 'i' ? " " : ": ", why);
+				return 2;
 			}
 			l[i].tpgt = 1;
 		}
@@ -203,7 +242,10 @@ int main(int argc, char **argv)
 		conf.n_listen = n_listens;
 	}
 	if (check_only) {
-		printf("%s: configuration is valid\n", config_file ? config_file : "<embedded>");
+		unsigned bad = daemon_check_portals(&conf);
+
+		printf("%s: configuration is valid%s\n", config_file ? config_file : "<embedded>",
+		       bad ? " (with warnings: see above)" : "");
 		conf_free(&conf);
 		return 0;
 	}
@@ -239,18 +281,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	reload_init(config_file, &conf);   /* before daemon() changes directory */
-	if (foreground && getenv("NOTIFY_SOCKET")) {
-		/* a systemd service: the journal gets levels through syslog */
+	if (pidfile && daemon_pidfile_create(pidfile)) {
+		target_runtime_free(target_runtime);
+		conf_free(&conf);
+		return 1;
+	}
+	if (foreground && (daemon_stderr_is_journal() || getenv("NOTIFY_SOCKET"))) {
+		/* a systemd service: the journal, with the events' fields */
 		openlog("targetd", LOG_PID, LOG_DAEMON);
-		log_to_syslog = 1;
+		daemon_log_to_journal();
 	}
 	if (!foreground) {
+		fprintf(stderr, "targetd: detaching; logs go to syslog (identifier targetd, facility "
+				"daemon)%s%s\n", pidfile ? ", pid in " : "", pidfile ? pidfile : "");
 		if (daemon(0, 0)) {
 			perror("targetd: daemon");
 			return 1;
 		}
 		openlog("targetd", LOG_PID, LOG_DAEMON);
 		log_to_syslog = 1;
+		if (pidfile && daemon_pidfile_create(pidfile))
+			return 1;
 	}
 	target_runtime->n_threads = conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	if (!target_runtime->n_threads)
@@ -279,8 +330,7 @@ int main(int argc, char **argv)
 		print_urls(&conf);
 	sd_notifyf(0, "READY=1\nSTATUS=serving %u targets\nMAINPID=%lu", target_runtime->n_targets,
 		   (unsigned long)getpid());
-	log_info("targetd %s ready: %u network threads, %u targets", VERSION, target_runtime->n_threads,
-		 target_runtime->n_targets);
+	banner(&conf, reload_config_file(), foreground);
 
 	for (;;) {
 		int sig;
@@ -312,6 +362,7 @@ int main(int argc, char **argv)
 	reload_shutdown();
 	io_engine_pool_shutdown();
 	conf_free(&conf);
-	log_info("stopped");
+	log_event(LOG_LVL_INFO, "stopped", KV_U("pid", (unsigned)getpid()));
+	daemon_pidfile_remove();
 	return 0;
 }

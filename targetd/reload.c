@@ -555,6 +555,7 @@ static void set_target_auth(struct iscsi_target *t, const struct conf_target *ct
 
 int reload_config(struct reload_report *rep)
 {
+	const char *why = "reload";
 	struct conf *nc;
 	struct conf_errors errs = { 0 };
 	struct plan p = { 0 };
@@ -573,7 +574,6 @@ int reload_config(struct reload_report *rep)
 	}
 	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", reload_file,
 		   (unsigned long long)(scsi_stats_now_ns() / 1000));
-	log_info("reloading %s", reload_file);
 	nc = calloc(1, sizeof(*nc));
 	if (!nc || conf_load_file(nc, reload_file, &errs)) {
 		for (unsigned i = 0; i < errs.n; i++)
@@ -598,8 +598,13 @@ int reload_config(struct reload_report *rep)
 	for (unsigned i = 0; i < p.n_gone; i++) {
 		struct iscsi_target *t = p.gone[i];
 
+		unsigned n;
+
 		__atomic_store_n(&t->removed, true, __ATOMIC_RELEASE);
-		rep_add(rep, "target %s removed (%u sessions closed)", t->iqn, close_sessions(t, true));
+		n = close_sessions(t, true);
+		rep_add(rep, "target %s removed (%u sessions closed)", t->iqn, n);
+		log_event(LOG_LVL_INFO, "target_removed", KV_S("target", t->iqn),
+			  KV_U("sessions_closed", n), KV_S("by", why));
 	}
 	for (unsigned i = 0; i < p.n; i++) {
 		struct lun_change *c = &p.ch[i];
@@ -610,6 +615,8 @@ int reload_config(struct reload_report *rep)
 			scsi_target_set_lun(&c->t->st, id, NULL);
 			c->t->bs[id] = NULL;
 			rep_add(rep, "target %s LUN %u removed", c->t->iqn, id);
+			log_event(LOG_LVL_INFO, "lun_removed", KV_S("target", c->t->iqn), KV_U("lun", id),
+				  KV_S("by", why));
 			break;
 		case LA_ADD:
 		case LA_REPLACE:
@@ -617,11 +624,21 @@ int reload_config(struct reload_report *rep)
 			scsi_target_set_lun(&c->t->st, id, c->new_lun);
 			rep_add(rep, "target %s LUN %u %s", c->t->iqn, id,
 				c->action == LA_ADD ? "added" : "replaced");
+			log_event(LOG_LVL_INFO, c->action == LA_ADD ? "lun_added" : "lun_replaced",
+				  KV_S("target", c->t->iqn), KV_U("lun", id),
+				  KV_S("backstore", c->cl->backstore), KV_S("path", c->cl->path),
+				  KV_U("size_bytes", scsi_lun_nblocks(c->new_lun) << c->new_lun->block_shift),
+				  KV_U("block_size", c->new_lun->block_size),
+				  KV_S("read_only", c->new_lun->read_only ? "yes" : "no"), KV_S("by", why));
 			break;
 		case LA_RESIZE:
 			scsi_lun_set_capacity(c->old_lun, c->new_blocks);
 			rep_add(rep, "target %s LUN %u resized to %llu blocks", c->t->iqn, id,
 				(unsigned long long)c->new_blocks);
+			log_event(LOG_LVL_INFO, "lun_resized", KV_S("target", c->t->iqn), KV_U("lun", id),
+				  KV_U("blocks", c->new_blocks),
+				  KV_U("size_bytes", c->new_blocks << c->old_lun->block_shift),
+				  KV_S("by", why));
 			break;
 		}
 	}
@@ -646,9 +663,17 @@ int reload_config(struct reload_report *rep)
 		if (ot && !chap_equal(ot->chap, ct->chap)) {
 			set_target_auth(t, ct, &stale);
 			rep_add(rep, "target %s: CHAP settings changed (new logins)", t->iqn);
+			log_event(LOG_LVL_INFO, "chap_changed", KV_S("target", t->iqn),
+				  KV_S("chap", ct->chap ? (ct->chap->mutual_user ? "mutual" : "one-way")
+							: "off"), KV_S("by", why));
 		}
-		if (ot && !acl_equal(ot, ct))
+		if (ot && !acl_equal(ot, ct)) {
 			rep_add(rep, "target %s: initiator ACL changed", t->iqn);
+			log_event(LOG_LVL_INFO, "acl_changed", KV_S("target", t->iqn),
+				  KV_U("initiators", ct->n_initiators),
+				  KV_S("acl", ct->has_acl || ct->n_initiators ? "list" : "any"),
+				  KV_S("by", why));
+		}
 	}
 	target_acl_unlock();
 	for (unsigned i = 0; i < target_runtime->n_targets; i++) {
@@ -657,15 +682,22 @@ int reload_config(struct reload_report *rep)
 		const struct conf_target *ot = t->removed ? NULL : conf_find_target(conf_running, t->iqn);
 		unsigned n;
 
-		if (ct && ot && !acl_equal(ot, ct) && (n = close_sessions(t, false)))
+		if (ct && ot && !acl_equal(ot, ct) && (n = close_sessions(t, false))) {
 			rep_add(rep, "target %s: %u sessions of initiators no longer allowed closed",
 				t->iqn, n);
+			log_event(LOG_LVL_INFO, "sessions_closed", KV_S("target", t->iqn),
+				  KV_U("sessions", n), KV_S("reason", "initiator no longer allowed"),
+				  KV_S("by", why));
+		}
 	}
 	for (unsigned i = 0; i < p.n_added; i++) {
 		if (target_add(target_runtime, p.added[i]))
 			rep_add(rep, "target %s: could not be built (see the log)", p.added[i]->iqn);
-		else
+		else {
 			rep_add(rep, "target %s added", p.added[i]->iqn);
+			log_event(LOG_LVL_INFO, "target_added", KV_S("target", p.added[i]->iqn),
+				  KV_U("luns", p.added[i]->n_luns), KV_S("by", why));
+		}
 	}
 	note_global_changes(conf_running, nc, rep);
 	/* ALUA states of the portal groups (portal_groups) */
@@ -692,15 +724,17 @@ int reload_config(struct reload_report *rep)
 	}
 	stale_free(&stale);
 	__atomic_add_fetch(&reloads, 1, __ATOMIC_RELAXED);
+	log_event(LOG_LVL_INFO, "reload", KV_S("result", "applied"), KV_S("file", reload_file),
+		  KV_U("changes", rep->n), KV_S("by", why));
 	if (!rep->n)
 		rep_add(rep, "no change");
-	for (unsigned i = 0; i < rep->n; i++)
-		log_info("reload: %s", rep->msgs[i]);
 	rc = 0;
 out:
-	if (rc)
+	if (rc) {
 		for (unsigned i = 0; i < rep->n; i++)
-			log_err("reload refused: %s", rep->msgs[i]);
+			log_event(LOG_LVL_WARN, "reload", KV_S("result", "refused"),
+				  KV_S("file", reload_file), KV_S("error", rep->msgs[i]), KV_S("by", why));
+	}
 	plan_free(&p);
 	sd_notifyf(0, "READY=1\nSTATUS=serving (%u reloads)", reload_count());
 	pthread_mutex_unlock(&reload_mutex);

@@ -210,6 +210,9 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 	}
 done:
 	scsi_stats_tmf(sl, func, m->response);
+	log_event(LOG_LVL_INFO, "tmf", KV_S("function", scsi_stats_tmf_name(func)), KV_U("lun", lun),
+		  KV_X("ref_itt", rtt), KV_U("response", m->response), KV_S("initiator", s->initiator),
+		  KV_U("tsih", s->tsih), KV_S("peer", c->peer));
 	if (--m->waiting == 0)
 		tmf_send(m);
 }

@@ -25,5 +25,6 @@ Suite *limits_suite(void);
 Suite *atomic_suite(void);
 Suite *histo_suite(void);
 Suite *space_suite(void);
+Suite *log_suite(void);
 
 #endif

@@ -63,9 +63,9 @@ EOF
 
 lt() { "$LOGINTEST" -a "$P" "$@"; }
 
-# reload_lines N: the daemon's log has N "info: reload" lines or more.
+# reload_lines N: the daemon's log has N "reload result=" lines or more.
 reload_lines() {
-	[ "$(grep -c 'info: reload' "$TD_DAEMON_LOG")" -ge "$1" ]
+	[ "$(grep -c ': reload result=' "$TD_DAEMON_LOG")" -ge "$1" ]
 }
 
 # paused_or_gone OUT PID: the paused login said "paused", or it ended.
@@ -77,11 +77,11 @@ paused_or_gone() {
 # daemon has logged the outcome of this reload.
 reload() {
 	local before
-	before=$(grep -c 'info: reload' "$TD_DAEMON_LOG")
+	before=$(grep -c ': reload result=' "$TD_DAEMON_LOG")
 	write_config "$1"
 	kill -HUP "$TD_DAEMON_PID"
-	# "reloading FILE" and at least one "reload: ..." line
-	td_poll 60 reload_lines "$((before + 2))" && return 0
+	# the reload's outcome: "reload result=applied ..." (or refused)
+	td_poll 60 reload_lines "$((before + 1))" && return 0
 	echo "the reload to $1 did not finish; daemon log:"
 	tail -n 20 "$TD_DAEMON_LOG"
 	return 1
@@ -134,8 +134,9 @@ run_test "a login paused across a reload that turns CHAP on: 0x0201" \
 	paused "$IQN:open" "$IQN:logintest" 0x0201 chap-on
 run_test "SPEC_I_PT: TransportIDs that are not iSCSI names are refused" \
 	lt -t "$IQN:disk" spec-i-pt
+# (the reason is a quoted key=value field: its quotes and backslashes escaped)
 run_test "the daemon logs refused names printably" \
-	grep -q 'InitiatorName "iqn.2026-11.org.targetd.test:x\\x0areg' "$TD_DAEMON_LOG"
+	grep -qF 'InitiatorName \"iqn.2026-11.org.targetd.test:x\\x0areg' "$TD_DAEMON_LOG"
 run_here "SIGTERM: clean shutdown" stop_daemon
 # the state file of the good SPEC_I_PT: both registrations come back
 STATE=$T/state/pr-$IQN:disk-lun0.state
