@@ -30,7 +30,6 @@
 #include "conf/config.h"
 #include "common/util.h"
 
-#define CONF_DEFAULT_PORT "3260"
 #define CONF_KEY_MAX 256
 #define CONF_CHAP_SECRET_MIN 12   /* RFC 7143 9.2.1: at least 96 bits */
 #define CONF_CHAP_SECRET_MAX 255
@@ -480,6 +479,8 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "zero_detect", CONF_K_FUNC, 0, 0, 0, conf_lun_zero_detect },
 	{ "hard_limit", CONF_K_FUNC, 0, 0, 0, conf_lun_hard_limit },
 	{ "soft_threshold", CONF_K_FUNC, 0, 0, 0, conf_lun_soft_threshold },
+
+	{ "offline", CONF_K_BOOL, offsetof(struct conf_lun, offline), 0, 0, NULL },
 	{ "serial", CONF_K_ASCII, offsetof(struct conf_lun, serial), 0, 32, NULL },
 	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
 	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
@@ -843,10 +844,8 @@ static void conf_target_luns(struct conf_ctx *x, const config_setting_t *s, cons
 		return;
 	}
 	n = config_setting_length(s);
-	if (n == 0) {
-		conf_err(x, s, key, "a target needs at least one LUN");
-		return;
-	}
+	if (n == 0)
+		return;   /* a target without LUNs yet (targetctl lun add) */
 	for (unsigned i = 0; i < ARRAY_SIZE(first); i++)
 		first[i] = -1;
 	t->luns = conf_xcalloc((size_t)n, sizeof(*t->luns));
@@ -898,7 +897,7 @@ static void conf_parse_target(struct conf_ctx *x, const config_setting_t *g, con
 	}
 	if (!config_setting_get_member(g, "luns")) {
 		conf_key(key, prefix, "luns");
-		conf_err(x, g, key, "missing (a target needs at least one LUN)");
+		conf_err(x, g, key, "missing (a list of LUNs; luns = ( ); for none yet)");
 	}
 }
 
@@ -964,10 +963,8 @@ static void conf_root_targets(struct conf_ctx *x, const config_setting_t *s, con
 		return;
 	}
 	n = config_setting_length(s);
-	if (n == 0) {
-		conf_err(x, s, key, "at least one target is required");
-		return;
-	}
+	if (n == 0)
+		return;   /* none yet (targetctl target add) */
 	c->targets = conf_xcalloc((size_t)n, sizeof(*c->targets));
 	c->n_targets = (unsigned)n;
 	for (int i = 0; i < n; i++) {
@@ -1391,7 +1388,7 @@ static void conf_parse_root(struct conf_ctx *x, const config_setting_t *root, st
 		}
 	}
 	if (!config_setting_get_member(root, "targets"))
-		conf_err(x, NULL, "targets", "missing: at least one target is required");
+		conf_err(x, NULL, "targets", "missing: the list of targets (targets = ( ); for none yet)");
 
 	conf_check_limits(x, root, c);
 
@@ -1564,6 +1561,72 @@ int conf_load_file_opts(struct conf *c, const char *path, unsigned flags, struct
 int conf_load_file(struct conf *c, const char *path, struct conf_errors *errs)
 {
 	return conf_load_file_opts(c, path, 0, errs);
+}
+
+char *conf_read_file(const char *path, struct conf_errors *errs)
+{
+	struct conf_ctx x;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f, *m;
+	int ch;
+
+	conf_ctx_init(&x, path, 0, errs);
+	f = fopen(path, "re");
+	if (!f) {
+		conf_err(&x, NULL, NULL, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	m = open_memstream(&text, &len);
+	if (!m) {
+		fclose(f);
+		conf_err(&x, NULL, NULL, "out of memory");
+		return NULL;
+	}
+	while ((ch = getc(f)) != EOF)
+		putc(ch, m);
+	if (ferror(f)) {
+		conf_err(&x, NULL, NULL, "cannot read: %s", strerror(errno));
+		fclose(f);
+		fclose(m);
+		free(text);
+		return NULL;
+	}
+	fclose(f);
+	fclose(m);
+	return text;
+}
+
+int conf_load_text(struct conf *c, const char *text, const char *path, unsigned flags,
+		   struct conf_errors *errs)
+{
+	struct conf_ctx x;
+	config_t cfg;
+	const char *slash = strrchr(path, '/');
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	conf_ctx_init(&x, path, flags, errs);
+	x.text = text;
+	config_init(&cfg);
+	if (slash) {   /* @include names are relative to the file's directory */
+		char *dir = conf_xstrdup(path);
+
+		dir[slash == path ? 1 : slash - path] = '\0';
+		config_set_include_dir(&cfg, dir);
+		free(dir);
+		x.incdir = conf_xstrdup(path);
+		x.incdir[slash - path + 1] = '\0';
+	}
+	if (!config_read_string(&cfg, text)) {
+		conf_syntax_error(&x, &cfg);
+		rc = -1;
+	} else {
+		rc = conf_build(&x, &cfg, c);
+	}
+	config_destroy(&cfg);
+	free(x.incdir);
+	return rc;
 }
 
 int conf_load_string_opts(struct conf *c, const char *text, const char *name, unsigned flags,

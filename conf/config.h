@@ -14,6 +14,7 @@
 #define CONF_DEFAULT_STATE_DIR "/var/lib/targetd"
 #define CONF_DEFAULT_CONTROL_SOCKET "/run/targetd/control.sock"
 #define CONF_DEFAULT_IQN "iqn.2026-11.org.targetd:default"
+#define CONF_DEFAULT_PORT "3260"
 
 struct conf_chap {
 	char *user, *secret;              /* initiator authenticates to us */
@@ -48,6 +49,8 @@ struct conf_lun {
 	unsigned zero_detect;   /* CONF_ZD_*: what a WRITE of zeroes does (thin) */
 	struct conf_space hard_limit;  /* space the LUN may hold (thin); 0 = none */
 	struct conf_space soft_threshold; /* space held that warns (thin); 0 = none */
+
+	bool offline;           /* media access answers NOT READY (targetctl lun offline) */
 	char *serial, *vendor, *product;  /* NULL = derived */
 	int line;
 };
@@ -142,6 +145,13 @@ struct conf_errors {
  * errs holds the messages (free with conf_errors_free); errs may be NULL. */
 int conf_load_file(struct conf *c, const char *path, struct conf_errors *errs);
 int conf_load_string(struct conf *c, const char *text, const char *name, struct conf_errors *errs);
+/* The file's whole text (malloc'ed), or NULL with "FILE: cannot open: ..."
+ * in errs. */
+char *conf_read_file(const char *path, struct conf_errors *errs);
+/* Parse text read from path: messages name path, @include is relative to
+ * its directory. As conf_load_file_opts otherwise. */
+int conf_load_text(struct conf *c, const char *text, const char *path, unsigned flags,
+		   struct conf_errors *errs);
 
 /* Flags for the _opts variants. */
 #define CONF_NO_PATH_CHECKS 0x1u  /* do not stat/access backstore paths */
@@ -153,9 +163,24 @@ int conf_load_string_opts(struct conf *c, const char *text, const char *name, un
 void conf_default(struct conf *c, const char *state_dir);
 void conf_free(struct conf *c);
 void conf_errors_free(struct conf_errors *e);
+/* What the command line puts over the file: -s DIR (state_dir, and with
+ * the embedded default the control socket beside it) and -l (the whole
+ * listen list). */
+struct conf_overrides {
+	const char *state_dir;        /* NULL: none */
+	const char *control_socket;   /* NULL: none */
+	const char *const *listen;    /* n_listen addresses, 0: none */
+	unsigned n_listen;
+};
+/* Apply o to c. 0, or -1 with the reason in err (an address that is not
+ * one). */
+int conf_apply_overrides(struct conf *c, const struct conf_overrides *o, char *err, size_t cap);
+
 /* "10G" -> bytes; accepts K/M/G/T (powers of 1024), optional "iB"/"B".
  * Returns 0 or -1. */
 int conf_parse_size(const char *s, uint64_t *out);
+/* bytes as conf_parse_size reads it back exactly: "32M", "1536K", "1000". */
+void conf_format_size(uint64_t bytes, char *buf, size_t cap);
 /* "127.0.0.1:3260", "[::1]:3260", "host" (port 3260). Returns 0 or -1.
  * Hosts are numeric only (inet_pton): "1.2.3.4", "[::1]", or a bare IPv6
  * address such as "::1" (which then cannot carry a port). Ports are 1..65535
@@ -166,5 +191,42 @@ int conf_parse_listen(const char *s, char **host, char **port);
  * address ...", or "numeric address expected: 127.0.0.1:P (...)" for
  * "localhost:P"; NULL when it is one. */
 const char *conf_listen_error(const char *s, char *buf, size_t cap);
+
+/* ---- editing (conf/edit.c) ---------------------------------------------
+ * A configuration as a libconfig document, changed by targetctl's
+ * commands and then validated whole (conf_load_text) like the file. The
+ * edits return 0 or one of CONF_EDIT_* with a message in err. */
+enum { CONF_EDIT_NOT_FOUND = 1, CONF_EDIT_EXISTS = 2, CONF_EDIT_BAD = 3 };
+struct conf_doc;
+struct conf_doc *conf_doc_parse(const char *text, const char *name, char *err, size_t cap);
+void conf_doc_free(struct conf_doc *d);
+char *conf_doc_text(struct conf_doc *d);   /* malloc'ed; libconfig keeps no comments */
+int conf_doc_target_add(struct conf_doc *d, const char *iqn, const char *alias, char *err,
+			size_t cap);
+int conf_doc_target_remove(struct conf_doc *d, const char *iqn, char *err, size_t cap);
+/* A LUN to add: strings as the file would hold them; -1 = key left out. */
+struct conf_lun_spec {
+	unsigned lun;
+	const char *backstore, *path, *size;
+	unsigned block_size;       /* 0 = left out */
+	int thin, read_only, removable, direct;
+	const char *serial, *vendor, *product;
+};
+int conf_doc_lun_add(struct conf_doc *d, const char *iqn, const struct conf_lun_spec *l,
+		     char *err, size_t cap);
+int conf_doc_lun_remove(struct conf_doc *d, const char *iqn, unsigned lun, char *err, size_t cap);
+/* Set key of a LUN to the string str, or (str NULL) a boolean: true is
+ * written, false removes the key (its default). */
+int conf_doc_lun_set(struct conf_doc *d, const char *iqn, unsigned lun, const char *key,
+		     const char *str, int boolean, char *err, size_t cap);
+int conf_doc_acl(struct conf_doc *d, const char *iqn, const char *initiator, bool add, char *err,
+		 size_t cap);
+/* Replace the target's chap group by c (NULL: no CHAP). */
+int conf_doc_chap(struct conf_doc *d, const char *iqn, const struct conf_chap *c, char *err,
+		  size_t cap);
+/* Add or remove a listen address (a missing listen key is the default
+ * portal, kept when one is added). */
+int conf_doc_portal(struct conf_doc *d, const char *addr, unsigned tpgt, bool add, char *err,
+		    size_t cap);
 
 #endif

@@ -178,6 +178,61 @@ int conf_parse_listen(const char *s, char **host, char **port)
 	return 0;
 }
 
+int conf_apply_overrides(struct conf *c, const struct conf_overrides *o, char *err, size_t cap)
+{
+	if (o->n_listen) {
+		struct conf_listen *l = conf_xcalloc(o->n_listen, sizeof(*l));
+
+		for (unsigned i = 0; i < o->n_listen; i++) {
+			if (conf_parse_listen(o->listen[i], &l[i].host, &l[i].port)) {
+				char why[160];
+
+				conf_listen_error(o->listen[i], why, sizeof(why));
+				snprintf(err, cap, "--listen %s%s%s", o->listen[i],
+					 why[0] == 'i' ? " " : ": ", why);
+				for (unsigned k = 0; k < i; k++) {
+					free(l[k].host);
+					free(l[k].port);
+				}
+				free(l);
+				return -1;
+			}
+			l[i].tpgt = 1;
+		}
+		for (unsigned i = 0; i < c->n_listen; i++) {
+			free(c->listen[i].host);
+			free(c->listen[i].port);
+		}
+		free(c->listen);
+		c->listen = l;
+		c->n_listen = o->n_listen;
+	}
+	if (o->state_dir) {
+		free(c->state_dir);
+		c->state_dir = conf_xstrdup(o->state_dir);
+	}
+	if (o->control_socket) {
+		free(c->control_socket);
+		c->control_socket = conf_xstrdup(o->control_socket);
+	}
+	return 0;
+}
+
+void conf_format_size(uint64_t bytes, char *buf, size_t cap)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && bytes && !(bytes % 1024)) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, cap, "%llu", (unsigned long long)bytes);
+	else
+		snprintf(buf, cap, "%llu%c", (unsigned long long)bytes, units[u]);
+}
+
 /* What is wrong with a listen address, said so that the fix is plain
  * ("is not ..." or "numeric address expected: ..."; the caller puts the
  * address before it); NULL when it is good. */

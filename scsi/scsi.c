@@ -175,6 +175,8 @@ static enum sense_reason scsi_check_medium(struct scsi_cmd *cmd, const struct sc
 		return SR_SANITIZE_IN_PROGRESS;
 	if (!(op->flags & OPF_MEDIUM))
 		return SR_OK;
+	if (atomic_load_explicit(&lun->offline, memory_order_acquire))
+		return SR_LUN_NOT_READY_MANUAL;   /* taken offline by the administrator */
 	if (atomic_load_explicit(&lun->sanitize_failed, memory_order_acquire))
 		return SR_SANITIZE_FAILED;   /* SBC-4 4.11: until EXIT FAILURE MODE */
 	if (lun->removable && !atomic_load_explicit(&lun->medium_present, memory_order_acquire))

@@ -105,6 +105,7 @@ enum sense_reason {
 	SR_MISCOMPARE_VERIFY,           /* 1D/00 + INFORMATION */
 	/* NOT READY */
 	SR_MEDIUM_NOT_PRESENT,          /* 3A/00 */
+	SR_LUN_NOT_READY_MANUAL,        /* 04/03 manual intervention required (offline) */
 	SR_LUN_NOT_ACCESSIBLE_STANDBY,  /* 04/0B */
 	SR_LUN_NOT_ACCESSIBLE_UNAVAIL,  /* 04/0C */
 	SR_LUN_NOT_ACCESSIBLE_TRANSITION, /* 04/0A */
@@ -264,6 +265,7 @@ struct scsi_lun {
 	_Atomic bool stopped;         /* START STOP UNIT START=0 */
 	_Atomic unsigned prevent;     /* PREVENT ALLOW MEDIUM REMOVAL holders */
 	_Atomic bool sanitizing;
+	_Atomic bool offline;         /* set by the admin: medium access is NOT READY */
 
 	_Atomic bool tpc;             /* INQUIRY 3PC: EXTENDED COPY offered */
 	uint8_t tpgs;                 /* INQUIRY TPGS (0: no ALUA) */

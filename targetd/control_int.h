@@ -97,6 +97,23 @@ struct json_object *query_stats(struct json_object *p, struct ctl_err *err);
 struct json_object *query_reset(struct json_object *p, struct ctl_err *err);
 struct json_object *query_reload(struct json_object *p, struct ctl_err *err);
 
+/* admin.c */
+struct json_object *admin_target_add(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_target_remove(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_add(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_remove(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_resize(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_offline(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_online(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_acl_add(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_acl_remove(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_chap_set(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_portal_add(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_portal_remove(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_session_close(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_config_show(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_config_diff(struct json_object *p, struct ctl_err *err);
+
 /* control.c: the method list (for "help"). */
 struct json_object *control_methods(struct json_object *p, struct ctl_err *err);
 

@@ -336,6 +336,8 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	jadd(o, "zero_detect", json_object_new_string(lun->zero_detect == SCSI_ZD_UNMAP ? "unmap"
 						      : lun->zero_detect == SCSI_ZD_ON ? "on"
 						      : "off"));
+
+	jadd(o, "offline", json_object_new_boolean(atomic_load(&lun->offline)));
 	jadd(o, "serial", json_object_new_string(lun->serial));
 	jadd(o, "naa", json_object_new_string(naa));
 	return o;

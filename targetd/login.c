@@ -902,11 +902,14 @@ out:
 
 static void add_portal_addresses(struct iscsi_conn *c, struct iscsi_text *t)
 {
-	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+	for (unsigned i = 0; i < __atomic_load_n(&target_runtime->n_portals, __ATOMIC_ACQUIRE); i++) {
 		struct iscsi_portal *p = &target_runtime->portals[i];
 		const char *host = p->host;
 		char local[64];
 		bool v6;
+
+		if (__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE))
+			continue;   /* removed by targetctl portal remove */
 
 		if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::")) {
 			snprintf(local, sizeof(local), "%s", c->local);

@@ -138,6 +138,8 @@ int main(int argc, char **argv)
 	};
 	const char *config_file = NULL, *state_dir = NULL, *pidfile = NULL;
 	const char *listens[16];
+	struct conf_overrides ov = { 0 };
+	char *text = NULL, *embedded_sock = NULL;
 	unsigned n_listens = 0;
 	bool foreground = false, check_only = false;
 	struct conf conf;
@@ -194,16 +196,15 @@ int main(int argc, char **argv)
 	if (!config_file && access(CONF_DEFAULT_FILE, F_OK) == 0)
 		config_file = CONF_DEFAULT_FILE;
 	if (config_file) {
-		rc = conf_load_file(&conf, config_file, &errs);
+		text = conf_read_file(config_file, &errs);
+		rc = text ? conf_load_text(&conf, text, config_file, 0, &errs) : -1;
 	} else {
 		conf_default(&conf, state_dir ? state_dir : CONF_DEFAULT_STATE_DIR);
 		if (state_dir) {
 			/* a private embedded instance keeps its socket beside its state */
-			char *sock = NULL;
-			if (asprintf(&sock, "%s/control.sock", state_dir) < 0)
+			if (asprintf(&embedded_sock, "%s/control.sock", state_dir) < 0)
 				return 1;
-			free(conf.control_socket);
-			conf.control_socket = sock;
+			ov.control_socket = embedded_sock;
 		}
 		rc = 0;
 	}
@@ -212,34 +213,21 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", errs.msgs[i]);
 		conf_errors_free(&errs);
 		conf_free(&conf);
+		free(text);
 		return 1;
 	}
-	if (state_dir) {
-		free(conf.state_dir);
-		conf.state_dir = strdup(state_dir);
-	}
-	if (n_listens) {
-		struct conf_listen *l = calloc(n_listens, sizeof(*l));
-		if (!l)
-			return 1;
-		for (unsigned i = 0; i < n_listens; i++) {
-			if (conf_parse_listen(listens[i], &l[i].host, &l[i].port)) {
-				char why[160];
+	ov.state_dir = state_dir;
+	ov.listen = listens;
+	ov.n_listen = n_listens;
+	{
+		char err[256];
 
-				conf_listen_error(listens[i], why, sizeof(why));
-				fprintf(stderr, "targetd: --listen %s%s%s\n", listens[i],
-					why[0] == 'i' ? " " : ": ", why);
-				return 2;
-			}
-			l[i].tpgt = 1;
+		if (conf_apply_overrides(&conf, &ov, err, sizeof(err))) {
+			fprintf(stderr, "targetd: %s\n", err);
+			conf_free(&conf);
+			free(text);
+			return 2;
 		}
-		for (unsigned i = 0; i < conf.n_listen; i++) {
-			free(conf.listen[i].host);
-			free(conf.listen[i].port);
-		}
-		free(conf.listen);
-		conf.listen = l;
-		conf.n_listen = n_listens;
 	}
 	if (check_only) {
 		unsigned bad = daemon_check_portals(&conf);
@@ -247,6 +235,7 @@ int main(int argc, char **argv)
 		printf("%s: configuration is valid%s\n", config_file ? config_file : "<embedded>",
 		       bad ? " (with warnings: see above)" : "");
 		conf_free(&conf);
+		free(text);
 		return 0;
 	}
 
@@ -280,7 +269,7 @@ int main(int argc, char **argv)
 		conf_free(&conf);
 		return 1;
 	}
-	reload_init(config_file, &conf);   /* before daemon() changes directory */
+	reload_init(config_file, &conf, text, &ov);   /* before daemon() changes directory */
 	if (pidfile && daemon_pidfile_create(pidfile)) {
 		target_runtime_free(target_runtime);
 		conf_free(&conf);
@@ -362,6 +351,7 @@ int main(int argc, char **argv)
 	reload_shutdown();
 	io_engine_pool_shutdown();
 	conf_free(&conf);
+	free(embedded_sock);
 	log_event(LOG_LVL_INFO, "stopped", KV_U("pid", (unsigned)getpid()));
 	daemon_pidfile_remove();
 	return 0;

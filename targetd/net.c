@@ -28,6 +28,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -49,6 +50,13 @@ static pthread_t acceptor_tid;
 static int acceptor_epfd = -1;
 static int acceptor_stop_fd = -1;
 static bool acceptor_running;
+/* Portals closed at runtime (net_portal_remove): the acceptor thread
+ * closes them itself, woken through acceptor_wake_fd, so that it never
+ * accepts on a descriptor that is gone. */
+static int acceptor_wake_fd = -1;
+static int acceptor_wake_tag;
+static pthread_mutex_t portal_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t portal_cond = PTHREAD_COND_INITIALIZER;
 
 uint64_t net_now_ms(void)
 {
@@ -364,37 +372,48 @@ static void *net_thread_main(void *arg)
 
 /* ---- listeners ------------------------------------------------------ */
 
+/* Bind and listen on one portal. 0, or -1 with the reason in err. */
+static int portal_listen(struct iscsi_portal *p, char *err, size_t cap)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai;
+	int fd, one = 1, rc;
+
+	rc = getaddrinfo(p->host, p->port, &hints, &ai);
+	if (rc) {
+		snprintf(err, cap, "listen %s:%s: %s", p->host, p->port, gai_strerror(rc));
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, cap, "socket: %s", strerror(errno));
+		freeaddrinfo(ai);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
+		snprintf(err, cap, "cannot listen on %s:%s: %s", p->host, p->port, strerror(errno));
+		close(fd);
+		freeaddrinfo(ai);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	p->fd = fd;
+	return 0;
+}
+
 int net_open_listeners(void)
 {
-	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
-		struct iscsi_portal *p = &target_runtime->portals[i];
-		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
-					  .ai_socktype = SOCK_STREAM };
-		struct addrinfo *ai;
-		int fd, one = 1, rc;
+	char err[256];
 
-		rc = getaddrinfo(p->host, p->port, &hints, &ai);
-		if (rc) {
-			log_err("listen %s:%s: %s", p->host, p->port, gai_strerror(rc));
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		if (portal_listen(&target_runtime->portals[i], err, sizeof(err))) {
+			log_err("%s", err);
 			return -1;
 		}
-		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0) {
-			log_err("socket: %m");
-			freeaddrinfo(ai);
-			return -1;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
-			log_err("cannot listen on %s:%s: %m", p->host, p->port);
-			close(fd);
-			freeaddrinfo(ai);
-			return -1;
-		}
-		freeaddrinfo(ai);
-		p->fd = fd;
 	}
 	return 0;
 }
@@ -404,9 +423,11 @@ static int reserve_fd = -1;   /* given up to refuse a connection at the fd limit
 /* Watch the listening sockets (on) or not (off: backing off). */
 static void acceptor_arm(bool on)
 {
-	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+	for (unsigned i = 0; i < __atomic_load_n(&target_runtime->n_portals, __ATOMIC_ACQUIRE); i++) {
 		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &target_runtime->portals[i] };
-		epoll_ctl(acceptor_epfd, EPOLL_CTL_MOD, target_runtime->portals[i].fd, &ev);
+
+		if (target_runtime->portals[i].fd >= 0)
+			epoll_ctl(acceptor_epfd, EPOLL_CTL_MOD, target_runtime->portals[i].fd, &ev);
 	}
 }
 
@@ -431,6 +452,8 @@ static void accept_at_fd_limit(struct iscsi_portal *p)
 /* Accept what waits on p. Returns false at the descriptor limit. */
 static bool accept_portal(struct iscsi_portal *p, unsigned *next)
 {
+	if (p->fd < 0)
+		return true;   /* closed by net_portal_remove (earlier in this batch) */
 	for (;;) {
 		int fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -455,6 +478,55 @@ static bool accept_portal(struct iscsi_portal *p, unsigned *next)
 	}
 }
 
+int net_portal_add(struct iscsi_portal *p, char *err, size_t cap)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
+
+	if (portal_listen(p, err, cap))
+		return -1;
+	if (acceptor_running && epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, p->fd, &ev)) {
+		snprintf(err, cap, "epoll_ctl: %s", strerror(errno));
+		close(p->fd);
+		p->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void net_portal_remove(struct iscsi_portal *p)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&portal_lock);
+	__atomic_store_n(&p->closing, true, __ATOMIC_RELEASE);
+	if (write(acceptor_wake_fd, &one, sizeof(one)) < 0)
+		log_warn("eventfd write: %m");
+	while (p->fd >= 0)
+		pthread_cond_wait(&portal_cond, &portal_lock);
+	pthread_mutex_unlock(&portal_lock);
+}
+
+/* On the acceptor thread: close the portals asked to close. */
+static void acceptor_close_portals(void)
+{
+	uint64_t v;
+
+	if (read(acceptor_wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("eventfd read: %m");
+	pthread_mutex_lock(&portal_lock);
+	for (unsigned i = 0; i < __atomic_load_n(&target_runtime->n_portals, __ATOMIC_ACQUIRE); i++) {
+		struct iscsi_portal *p = &target_runtime->portals[i];
+
+		if (!__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE) || p->fd < 0)
+			continue;
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_DEL, p->fd, NULL);
+		close(p->fd);
+		p->fd = -1;
+	}
+	pthread_cond_broadcast(&portal_cond);
+	pthread_mutex_unlock(&portal_lock);
+}
+
 static void *acceptor_main(void *arg)
 {
 	unsigned next = 0;
@@ -474,7 +546,7 @@ static void *acceptor_main(void *arg)
 		}
 		if (n == 0 && backoff_ms) {
 			/* the pause is over: look again (every portal) */
-			for (unsigned i = 0; i < target_runtime->n_portals; i++)
+			for (unsigned i = 0; i < __atomic_load_n(&target_runtime->n_portals, __ATOMIC_ACQUIRE); i++)
 				if (!accept_portal(&target_runtime->portals[i], &next))
 					starved = true;
 		}
@@ -482,6 +554,10 @@ static void *acceptor_main(void *arg)
 			struct iscsi_portal *p = evs[i].data.ptr;
 			if (!p)
 				goto out;   /* stop */
+			if (evs[i].data.ptr == &acceptor_wake_tag) {
+				acceptor_close_portals();
+				continue;
+			}
 			if (!accept_portal(p, &next))
 				starved = true;
 		}
@@ -568,8 +644,13 @@ int net_start(unsigned count)
 	}
 	acceptor_epfd = epoll_create1(EPOLL_CLOEXEC);
 	acceptor_stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (acceptor_epfd < 0 || acceptor_stop_fd < 0)
+	acceptor_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (acceptor_epfd < 0 || acceptor_stop_fd < 0 || acceptor_wake_fd < 0)
 		return -1;
+	{
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &acceptor_wake_tag };
+		epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, acceptor_wake_fd, &ev);
+	}
 	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &target_runtime->portals[i] };
 		epoll_ctl(acceptor_epfd, EPOLL_CTL_ADD, target_runtime->portals[i].fd, &ev);
@@ -627,4 +708,7 @@ void net_stop(void)
 		close(acceptor_epfd);
 	if (acceptor_stop_fd >= 0)
 		close(acceptor_stop_fd);
+	if (acceptor_wake_fd >= 0)
+		close(acceptor_wake_fd);
+	acceptor_epfd = acceptor_stop_fd = acceptor_wake_fd = -1;
 }

@@ -20,6 +20,7 @@ struct io_engine;
 struct iscsi_conn;
 struct iscsi_portal;
 struct iscsi_session;
+struct iscsi_portal;
 
 enum epoll_tag { TAG_CONN = 1, TAG_ENGINE, TAG_MSG, TAG_LISTEN };
 
@@ -92,6 +93,13 @@ int net_epoll_mod(struct net_thread *t, int fd, uint32_t events, int *tag);
 void net_epoll_del(struct net_thread *t, int fd);
 uint64_t net_now_ms(void);
 int net_open_listeners(void);
+/* Runtime portals (targetctl portal add|remove), on the control thread
+ * while the network runs. add: listen on p and accept from it (0, or -1
+ * with the reason in err). remove: stop accepting and close its socket
+ * (the acceptor thread closes it; this waits); established connections
+ * stay. */
+int net_portal_add(struct iscsi_portal *p, char *err, size_t cap);
+void net_portal_remove(struct iscsi_portal *p);
 /* Wait until every network thread has passed a quiescent point (finished
  * the loop iteration it was in, or sat idle): after it, no thread still
  * uses a pointer it loaded before the call. Not from a network thread. */

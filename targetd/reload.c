@@ -59,14 +59,28 @@ static pthread_rwlock_t runtime_lock = PTHREAD_RWLOCK_INITIALIZER;
 static const char *reload_file;
 static struct conf *conf_running;      /* what target_runtime->conf points to */
 static struct conf *conf_allocated;    /* conf_running if reload allocated it */
+static char *running_text;             /* the text conf_running was built from */
+static struct conf_overrides overrides; /* the command line's, put over every file */
 static unsigned reloads;
 
 void reload_read_lock(void) { pthread_rwlock_rdlock(&runtime_lock); }
 void reload_read_unlock(void) { pthread_rwlock_unlock(&runtime_lock); }
 unsigned reload_count(void) { return __atomic_load_n(&reloads, __ATOMIC_RELAXED); }
 const char *reload_config_file(void) { return reload_file; }
+void reload_lock(void) { pthread_mutex_lock(&reload_mutex); }
+void reload_unlock(void) { pthread_mutex_unlock(&reload_mutex); }
+const char *reload_running_text(void) { return running_text; }
+const struct conf *reload_running_conf(void) { return conf_running; }
+const struct conf_overrides *reload_overrides(void) { return &overrides; }
 
-void reload_init(const char *config_file, struct conf *running)
+void reload_set_running_text(char *text)
+{
+	free(running_text);
+	running_text = text;
+}
+
+void reload_init(const char *config_file, struct conf *running, char *text,
+		 const struct conf_overrides *ov)
 {
 	static char abs_path[4096];
 
@@ -75,6 +89,9 @@ void reload_init(const char *config_file, struct conf *running)
 		config_file = abs_path;
 	reload_file = config_file;
 	conf_running = running;
+	running_text = text;
+	if (ov)
+		overrides = *ov;
 }
 
 static void rep_add(struct reload_report *rep, const char *fmt, ...)
@@ -169,6 +186,7 @@ struct lun_change {
 	struct scsi_lun *new_lun;         /* ADD/REPLACE: prepared, unpublished */
 	struct scsi_lun *old_lun;         /* REMOVE/REPLACE/RESIZE */
 	uint64_t new_blocks;              /* RESIZE */
+	bool shrink;                      /* RESIZE: asked for (--shrink --force) */
 };
 
 struct plan {
@@ -271,9 +289,8 @@ static void refuse_shrink(struct reload_report *rep, const struct conf *nc, cons
 		(unsigned long long)cur, t->iqn, cl->lun, (unsigned long long)want);
 }
 
-/* Prepare: everything that can fail. On error the messages go to rep and
- * whatever was prepared is undone. */
-static int plan_build(struct plan *p, const struct conf *nc, struct reload_report *rep)
+/* The difference between the running targets and nc, as changes. */
+static int plan_diff(struct plan *p, const struct conf *nc, struct reload_report *rep)
 {
 	unsigned nt = __atomic_load_n(&target_runtime->n_targets, __ATOMIC_ACQUIRE);
 	unsigned live = 0;
@@ -370,7 +387,24 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 			nc->file, p->n_added, target_runtime->cap_targets - nt);
 		return -1;
 	}
+	(void)live;
+	return 0;
+}
 
+/* May this change shrink its LUN (targetctl lun resize --shrink --force)? */
+static bool shrink_allowed(const struct reload_opts *o, const struct lun_change *c)
+{
+	return o && o->shrink_iqn && !strcasecmp(o->shrink_iqn, c->t->iqn) &&
+	       o->shrink_lun == c->old_lun->id;
+}
+
+/* Prepare: everything that can fail (opening backstores, growing files).
+ * On error the messages go to rep and the caller undoes the plan. */
+static int plan_build(struct plan *p, const struct conf *nc, const struct reload_opts *o,
+		      struct reload_report *rep)
+{
+	if (plan_diff(p, nc, rep))
+		return -1;
 	/* Open the backstores of new and replaced LUNs; grow files. */
 	for (unsigned i = 0; i < p->n; i++) {
 		struct lun_change *c = &p->ch[i];
@@ -398,6 +432,10 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 					nc->file, c->cl->line, c->t->iqn, c->cl->lun,
 					bs ? bs->ops->name : "missing");
 				return -1;
+			}
+			if (c->new_blocks < cur && shrink_allowed(o, c)) {
+				c->shrink = true;   /* cut after the capacity changed */
+				continue;
 			}
 			if (c->new_blocks < cur) {
 				refuse_shrink(rep, nc, c->cl, c->t, c->new_blocks << c->old_lun->block_shift,
@@ -442,7 +480,6 @@ static int plan_build(struct plan *p, const struct conf *nc, struct reload_repor
 		scsi_target_destroy(&probe->st);
 		free(probe);
 	}
-	(void)live;
 	return 0;
 }
 
@@ -553,51 +590,11 @@ static void set_target_auth(struct iscsi_target *t, const struct conf_target *ct
 	__atomic_store_n(&t->chap, c != NULL, __ATOMIC_RELEASE);
 }
 
-int reload_config(struct reload_report *rep)
+/* Apply, part 1: targets removed, LUNs removed, added, replaced, resized. */
+static void apply_luns(struct plan *p, const char *why, struct reload_report *rep)
 {
-	const char *why = "reload";
-	struct conf *nc;
-	struct conf_errors errs = { 0 };
-	struct plan p = { 0 };
-	struct conf *old_alloc;
-	struct stale_strings stale = { 0 };
-	uint64_t deadline;
-	int rc = -1;
-
-	memset(rep, 0, sizeof(*rep));
-	pthread_mutex_lock(&reload_mutex);
-	if (!reload_file) {
-		rep_add(rep, "the daemon runs the embedded default configuration (no -c FILE): nothing to reload");
-		rep->unavailable = true;
-		pthread_mutex_unlock(&reload_mutex);
-		return -1;
-	}
-	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", reload_file,
-		   (unsigned long long)(scsi_stats_now_ns() / 1000));
-	nc = calloc(1, sizeof(*nc));
-	if (!nc || conf_load_file(nc, reload_file, &errs)) {
-		for (unsigned i = 0; i < errs.n; i++)
-			rep_add(rep, "%s", errs.msgs[i]);
-		if (!nc)
-			rep_add(rep, "out of memory");
-		conf_errors_free(&errs);
-		free(nc);
-		goto out;
-	}
-	if (plan_build(&p, nc, rep)) {
-		if (!rep->n)
-			rep_add(rep, "out of memory preparing the reload");
-		plan_abort(&p);
-		conf_free(nc);
-		free(nc);
-		goto out;
-	}
-
-	/* ---- apply: nothing below fails the reload ---- */
-	pthread_rwlock_wrlock(&runtime_lock);
-	for (unsigned i = 0; i < p.n_gone; i++) {
-		struct iscsi_target *t = p.gone[i];
-
+	for (unsigned i = 0; i < p->n_gone; i++) {
+		struct iscsi_target *t = p->gone[i];
 		unsigned n;
 
 		__atomic_store_n(&t->removed, true, __ATOMIC_RELEASE);
@@ -606,8 +603,8 @@ int reload_config(struct reload_report *rep)
 		log_event(LOG_LVL_INFO, "target_removed", KV_S("target", t->iqn),
 			  KV_U("sessions_closed", n), KV_S("by", why));
 	}
-	for (unsigned i = 0; i < p.n; i++) {
-		struct lun_change *c = &p.ch[i];
+	for (unsigned i = 0; i < p->n; i++) {
+		struct lun_change *c = &p->ch[i];
 		uint16_t id = c->old_lun ? c->old_lun->id : (uint16_t)c->cl->lun;
 
 		switch (c->action) {
@@ -629,21 +626,27 @@ int reload_config(struct reload_report *rep)
 				  KV_S("backstore", c->cl->backstore), KV_S("path", c->cl->path),
 				  KV_U("size_bytes", scsi_lun_nblocks(c->new_lun) << c->new_lun->block_shift),
 				  KV_U("block_size", c->new_lun->block_size),
-				  KV_S("read_only", c->new_lun->read_only ? "yes" : "no"), KV_S("by", why));
+				  KV_S("read_only", c->new_lun->read_only ? "yes" : "no"),
+				  KV_S("offline", c->cl->offline ? "yes" : "no"), KV_S("by", why));
 			break;
 		case LA_RESIZE:
 			scsi_lun_set_capacity(c->old_lun, c->new_blocks);
 			rep_add(rep, "target %s LUN %u resized to %llu blocks", c->t->iqn, id,
 				(unsigned long long)c->new_blocks);
-			log_event(LOG_LVL_INFO, "lun_resized", KV_S("target", c->t->iqn), KV_U("lun", id),
-				  KV_U("blocks", c->new_blocks),
+			log_event(c->shrink ? LOG_LVL_WARN : LOG_LVL_INFO, "lun_resized",
+				  KV_S("target", c->t->iqn), KV_U("lun", id), KV_U("blocks", c->new_blocks),
 				  KV_U("size_bytes", c->new_blocks << c->old_lun->block_shift),
-				  KV_S("by", why));
+				  KV_S("shrunk", c->shrink ? "yes" : "no"), KV_S("by", why));
 			break;
 		}
 	}
-	/* ACL, CHAP, alias of the targets that stay; every ACL pointer moves
-	 * to the new configuration (the old one is freed below). */
+}
+
+/* Apply, part 2: ACL, CHAP, alias and offline of the targets that stay;
+ * every ACL pointer moves to nc (the old configuration is freed after). */
+static void apply_targets(const struct conf *nc, const char *why, struct reload_report *rep,
+			  struct stale_strings *stale)
+{
 	target_acl_wrlock();
 	for (unsigned i = 0; i < target_runtime->n_targets; i++) {
 		struct iscsi_target *t = &target_runtime->targets[i];
@@ -661,7 +664,7 @@ int reload_config(struct reload_report *rep)
 		t->has_acl = ct->has_acl || ct->n_initiators;
 		snprintf(t->alias, sizeof(t->alias), "%s", ct->alias ? ct->alias : "");
 		if (ot && !chap_equal(ot->chap, ct->chap)) {
-			set_target_auth(t, ct, &stale);
+			set_target_auth(t, ct, stale);
 			rep_add(rep, "target %s: CHAP settings changed (new logins)", t->iqn);
 			log_event(LOG_LVL_INFO, "chap_changed", KV_S("target", t->iqn),
 				  KV_S("chap", ct->chap ? (ct->chap->mutual_user ? "mutual" : "one-way")
@@ -689,7 +692,70 @@ int reload_config(struct reload_report *rep)
 				  KV_U("sessions", n), KV_S("reason", "initiator no longer allowed"),
 				  KV_S("by", why));
 		}
+		for (unsigned k = 0; ct && k < ct->n_luns; k++) {
+			struct scsi_lun *lun = scsi_target_lun(&t->st, ct->luns[k].lun);
+			bool off = ct->luns[k].offline;
+
+			if (!lun || atomic_load(&lun->offline) == off)
+				continue;
+			atomic_store(&lun->offline, off);
+			rep_add(rep, "target %s LUN %u %s", t->iqn, lun->id, off ? "offline" : "online");
+			log_event(LOG_LVL_INFO, off ? "lun_offline" : "lun_online", KV_S("target", t->iqn),
+				  KV_U("lun", lun->id), KV_S("by", why));
+		}
 	}
+}
+
+/* After: free what nothing can reach any more; cut a file shrunk on
+ * purpose once the commands that saw the old size are done. */
+static void apply_after(struct plan *p, struct reload_report *rep)
+{
+	uint64_t deadline;
+
+	net_synchronize();
+	deadline = net_now_ms() + RELOAD_DRAIN_MS;
+	for (unsigned i = 0; i < p->n; i++) {
+		struct lun_change *c = &p->ch[i];
+
+		if (c->action == LA_REMOVE || c->action == LA_REPLACE) {
+			lun_dispose(c->t, c->old_lun, deadline);
+		} else if (c->action == LA_RESIZE && c->shrink) {
+			struct scsi_lun *lun = c->old_lun;
+			int e;
+
+			while (scsi_stats_lun_busy(lun) && net_now_ms() < deadline) {
+				struct timespec ts = { 0, 10 * 1000000 };
+				nanosleep(&ts, NULL);
+			}
+			e = lun->bs->ops->resize(lun->bs, c->new_blocks << lun->block_shift,
+						 BS_RESIZE_SHRINK);
+			if (e)
+				rep_add(rep, "target %s LUN %u: the LUN is smaller but cutting its backstore "
+					"failed: %s", c->t->iqn, lun->id, strerror(-e));
+		}
+	}
+}
+
+int reload_apply(struct conf *nc, const struct reload_opts *o, struct reload_report *rep)
+{
+	const char *why = o && o->why ? o->why : "reload";
+	struct plan p = { 0 };
+	struct conf *old_alloc;
+	struct stale_strings stale = { 0 };
+
+	if (plan_build(&p, nc, o, rep)) {
+		if (!rep->n)
+			rep_add(rep, "out of memory preparing the change");
+		plan_abort(&p);
+		plan_free(&p);
+		conf_free(nc);
+		free(nc);
+		return -1;
+	}
+	/* ---- apply: nothing below fails ---- */
+	pthread_rwlock_wrlock(&runtime_lock);
+	apply_luns(&p, why, rep);
+	apply_targets(nc, why, rep, &stale);
 	for (unsigned i = 0; i < p.n_added; i++) {
 		if (target_add(target_runtime, p.added[i]))
 			rep_add(rep, "target %s: could not be built (see the log)", p.added[i]->iqn);
@@ -699,7 +765,8 @@ int reload_config(struct reload_report *rep)
 				  KV_U("luns", p.added[i]->n_luns), KV_S("by", why));
 		}
 	}
-	note_global_changes(conf_running, nc, rep);
+	if (!o || !o->no_global_notes)
+		note_global_changes(conf_running, nc, rep);
 	/* ALUA states of the portal groups (portal_groups) */
 	if (target_alua_reload(target_runtime, nc))
 		rep_add(rep, "portal group states changed (see the log)");
@@ -709,23 +776,65 @@ int reload_config(struct reload_report *rep)
 	conf_allocated = nc;
 	pthread_rwlock_unlock(&runtime_lock);
 
-	/* ---- after: free what nothing can reach any more ---- */
-	net_synchronize();
-	deadline = net_now_ms() + RELOAD_DRAIN_MS;
-	for (unsigned i = 0; i < p.n; i++) {
-		struct lun_change *c = &p.ch[i];
-
-		if (c->action == LA_REMOVE || c->action == LA_REPLACE)
-			lun_dispose(c->t, c->old_lun, deadline);
-	}
+	apply_after(&p, rep);
 	if (old_alloc) {
 		conf_free(old_alloc);
 		free(old_alloc);
 	}
 	stale_free(&stale);
+	plan_free(&p);
+	return 0;
+}
+
+int reload_config(struct reload_report *rep)
+{
+	const struct reload_opts o = { .why = "reload" };
+	struct conf_errors errs = { 0 };
+	struct conf *nc = NULL;
+	char *text = NULL, err[256];
+	int rc = -1;
+
+	memset(rep, 0, sizeof(*rep));
+	reload_lock();
+	if (!reload_file) {
+		rep_add(rep, "the daemon runs the embedded default configuration (no -c FILE): nothing to reload");
+		rep->unavailable = true;
+		reload_unlock();
+		return -1;
+	}
+	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", reload_file,
+		   (unsigned long long)(scsi_stats_now_ns() / 1000));
+	text = conf_read_file(reload_file, &errs);
+	if (text) {
+		nc = calloc(1, sizeof(*nc));
+		if (!nc || conf_load_text(nc, text, reload_file, 0, &errs)) {
+			free(nc);
+			nc = NULL;
+		}
+	}
+	if (nc && conf_apply_overrides(nc, &overrides, err, sizeof(err))) {
+		rep_add(rep, "%s", err);
+		conf_free(nc);
+		free(nc);
+		nc = NULL;
+	}
+	if (!nc) {
+		for (unsigned i = 0; i < errs.n; i++)
+			rep_add(rep, "%s", errs.msgs[i]);
+		if (!rep->n)
+			rep_add(rep, "out of memory");
+		conf_errors_free(&errs);
+		free(text);
+		goto out;
+	}
+	if (reload_apply(nc, &o, rep)) {
+		free(text);
+		goto out;
+	}
+	reload_set_running_text(text);
 	__atomic_add_fetch(&reloads, 1, __ATOMIC_RELAXED);
 	log_event(LOG_LVL_INFO, "reload", KV_S("result", "applied"), KV_S("file", reload_file),
-		  KV_U("changes", rep->n), KV_S("by", why));
+		  KV_U("changes", rep->n), KV_S("by", o.why));
 	if (!rep->n)
 		rep_add(rep, "no change");
 	rc = 0;
@@ -733,16 +842,17 @@ out:
 	if (rc) {
 		for (unsigned i = 0; i < rep->n; i++)
 			log_event(LOG_LVL_WARN, "reload", KV_S("result", "refused"),
-				  KV_S("file", reload_file), KV_S("error", rep->msgs[i]), KV_S("by", why));
+				  KV_S("file", reload_file), KV_S("error", rep->msgs[i]), KV_S("by", o.why));
 	}
-	plan_free(&p);
 	sd_notifyf(0, "READY=1\nSTATUS=serving (%u reloads)", reload_count());
-	pthread_mutex_unlock(&reload_mutex);
+	reload_unlock();
 	return rc;
 }
 
 void reload_shutdown(void)
 {
+	free(running_text);
+	running_text = NULL;
 	if (conf_allocated) {
 		if (target_runtime && target_runtime->conf == conf_allocated)
 			target_runtime->conf = NULL;

@@ -40,6 +40,9 @@ static int target_alua_init(struct targetd_runtime *r, struct iscsi_target *t)
 		uint16_t tpgt = r->portals[i].tpgt;
 		unsigned k;
 
+		if (__atomic_load_n(&r->portals[i].closing, __ATOMIC_ACQUIRE))
+			continue;
+
 		for (k = 0; k < n && g[k].tpgt != tpgt; k++)
 			;
 		if (k < n)
@@ -182,6 +185,8 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		log_warn("target %s LUN %u: zero_detect is off: the %s backstore %s cannot "
 			 "deallocate blocks that read back as zeroes", t->iqn, cl->lun,
 			 cl->backstore, cl->path ? cl->path : "");
+
+	atomic_store(&lun->offline, cl->offline);
 	/* APTPL persistent reservations: a damaged state file costs only
 	 * this LUN its registrations (and APTPL); the file is kept */
 	rc = pr_lun_load(lun, target_pr_dir, err, sizeof(err));
@@ -230,7 +235,9 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 	target_pr_dir = c->state_dir;
 	target_pool_threshold = c->pool_soft_threshold;
 	pr_set_abort_handler(iscsi_pr_abort);
-	r->portals = calloc(c->n_listen, sizeof(*r->portals));
+	/* Room for portals added at runtime: connections point at theirs. */
+	r->cap_portals = MAX(c->n_listen * 2, 32u);
+	r->portals = calloc(r->cap_portals, sizeof(*r->portals));
 	/* Room for targets added by reload: a session keeps a pointer to its
 	 * target, so the array never moves. */
 	r->cap_targets = MAX(c->n_targets * 2, 64u);

@@ -24,6 +24,7 @@ struct iscsi_portal {
 	char port[8];
 	uint16_t tpgt;
 	int fd;
+	bool closing;            /* removed at runtime (atomic): skip it; the slot stays */
 };
 
 struct iscsi_target {
@@ -46,7 +47,8 @@ struct targetd_runtime {
 	unsigned n_targets;      /* published with a release store (reload appends) */
 	unsigned cap_targets;    /* slots allocated: targets never move */
 	struct iscsi_portal *portals;
-	unsigned n_portals;
+	unsigned n_portals;      /* published with a release store (portal add appends) */
+	unsigned cap_portals;    /* slots allocated: portals never move */
 	struct iscsi_limits limits;
 	unsigned queue_depth;
 	unsigned nop_interval, nop_timeout, login_timeout;

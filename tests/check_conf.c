@@ -297,16 +297,13 @@ static const struct bad_case bad_cases[] = {
 	{ "listen = [ 3260 ];\n" T_OK, 0, { "t.conf:1: listen[0]: must be an address string or a group" } },
 
 	/* targets */
-	{ "threads = 1;\n", 0, { "t.conf: targets: missing: at least one target is required" } },
-	{ "targets = ();\n", 0, { "t.conf:1: targets: at least one target is required" } },
+	{ "threads = 1;\n", 0, { "t.conf: targets: missing: the list of targets" } },
 	{ "targets = { iqn = \"" IQN "\"; };\n", 0, { "t.conf:1: targets: must be a list of groups" } },
 	{ "targets = ( 5 );\n", 0, { "t.conf:1: targets[0]: must be a group" } },
 	{ TGT("lunz = 1;"), 0, { "t.conf:3: targets[0].lunz: unknown key" } },
 	{ "targets = (\n  {\n    luns = ( " LUN0 " );\n  }\n);\n", 0,
 	  { "t.conf:2: targets[0].iqn: missing" } },
 	{ "targets = (\n  { iqn = \"" IQN "\"; }\n);\n", 0, { "t.conf:2: targets[0].luns: missing" } },
-	{ "targets = ( { iqn = \"" IQN "\"; luns = (); } );\n", 0,
-	  { "t.conf:1: targets[0].luns: a target needs at least one LUN" } },
 	{ "targets = ( { iqn = \"" IQN "\"; luns = { lun = 0; }; } );\n", 0,
 	  { "t.conf:1: targets[0].luns: must be a list of groups" } },
 	{ "targets = ( { iqn = \"" IQN "\"; luns = ( 1 ); } );\n", 0,
@@ -1161,7 +1158,8 @@ static const char *const example_keys[] = {
 	"first_burst_length", "immediate_data", "initial_r2t", "max_outstanding_r2t", "io_uring",
 	"metrics_listen", "targets", "iqn", "alias", "initiators", "chap", "user", "secret",
 	"mutual_user", "mutual_secret", "luns", "lun", "backstore", "path", "size", "block_size",
-	"thin", "read_only", "removable", "sanitize", "direct", "serial", "vendor", "product",
+	"thin", "read_only", "removable", "sanitize", "direct", "offline", "serial", "vendor",
+	"product",
 };
 
 START_TEST(test_example_file)
@@ -1308,6 +1306,102 @@ START_TEST(test_parse_listen)
 }
 END_TEST
 
+/* ---- editing (conf/edit.c) -------------------------------------------- */
+
+/* Apply edits to a text, load the result: what targetctl does. */
+START_TEST(test_doc_edits)
+{
+	static const char base[] = "listen = [ \"127.0.0.1:3260\" ];\ntargets = ( );\n";
+	struct conf_lun_spec mem = { .lun = 3, .backstore = "memory", .size = "4M", .thin = -1,
+				     .read_only = 1, .removable = -1, .direct = -1 };
+	struct conf_chap chap = { .user = (char *)"alice", .secret = (char *)SECRET1 };
+	struct conf_doc *d;
+	struct conf c;
+	char err[256], *text;
+
+	d = conf_doc_parse(base, "t.conf", err, sizeof(err));
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(conf_doc_target_add(d, IQN, "lab", err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_target_add(d, IQN, NULL, err, sizeof(err)), CONF_EDIT_EXISTS);
+	ck_assert_int_eq(conf_doc_lun_add(d, IQN, &mem, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_lun_add(d, IQN, &mem, err, sizeof(err)), CONF_EDIT_EXISTS);
+	ck_assert_int_eq(conf_doc_lun_add(d, "iqn.2026-11.org.example:none", &mem, err, sizeof(err)),
+			 CONF_EDIT_NOT_FOUND);
+	ck_assert_int_eq(conf_doc_lun_set(d, IQN, 3, "size", "8M", 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_lun_set(d, IQN, 3, "offline", NULL, 1, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_acl(d, IQN, "iqn.2026-11.org.example:h1", true, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_acl(d, IQN, "iqn.2026-11.org.example:h1", true, err, sizeof(err)),
+			 CONF_EDIT_EXISTS);
+	ck_assert_int_eq(conf_doc_chap(d, IQN, &chap, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_portal(d, "127.0.0.1:3261", 1, true, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_portal(d, "127.0.0.1", 1, true, err, sizeof(err)), CONF_EDIT_EXISTS);
+	text = conf_doc_text(d);
+	ck_assert_ptr_nonnull(text);
+	load_good(&c, text, NOPATH);
+	ck_assert_uint_eq(c.n_listen, 2);
+	ck_assert_str_eq(c.listen[1].port, "3261");
+	ck_assert_uint_eq(c.n_targets, 1);
+	ck_assert_str_eq(c.targets[0].alias, "lab");
+	ck_assert_uint_eq(c.targets[0].n_luns, 1);
+	ck_assert_uint_eq(c.targets[0].luns[0].size, 8u << 20);
+	ck_assert(c.targets[0].luns[0].offline && c.targets[0].luns[0].read_only);
+	ck_assert_uint_eq(c.targets[0].n_initiators, 1);
+	ck_assert_str_eq(c.targets[0].chap->user, "alice");
+	conf_free(&c);
+	free(text);
+
+	/* and back */
+	ck_assert_int_eq(conf_doc_lun_set(d, IQN, 3, "offline", NULL, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_acl(d, IQN, "iqn.2026-11.org.example:h1", false, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_chap(d, IQN, NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_portal(d, "127.0.0.1:3261", 1, false, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_portal(d, "127.0.0.1:3261", 1, false, err, sizeof(err)),
+			 CONF_EDIT_NOT_FOUND);
+	ck_assert_int_eq(conf_doc_lun_remove(d, IQN, 3, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_lun_remove(d, IQN, 3, err, sizeof(err)), CONF_EDIT_NOT_FOUND);
+	text = conf_doc_text(d);
+	load_good(&c, text, NOPATH);
+	ck_assert_uint_eq(c.n_listen, 1);
+	ck_assert_uint_eq(c.targets[0].n_luns, 0);
+	ck_assert(c.targets[0].has_acl && c.targets[0].n_initiators == 0);   /* nobody, as asked */
+	ck_assert_ptr_null(c.targets[0].chap);
+	conf_free(&c);
+	free(text);
+	ck_assert_int_eq(conf_doc_target_remove(d, IQN, err, sizeof(err)), 0);
+	ck_assert_int_eq(conf_doc_target_remove(d, IQN, err, sizeof(err)), CONF_EDIT_NOT_FOUND);
+	conf_doc_free(d);
+
+	/* a file without listen: the default portal stays when one is added */
+	d = conf_doc_parse("targets = ( );\n", "t.conf", err, sizeof(err));
+	ck_assert_int_eq(conf_doc_portal(d, "127.0.0.1:3270", 2, true, err, sizeof(err)), 0);
+	text = conf_doc_text(d);
+	load_good(&c, text, NOPATH);
+	ck_assert_uint_eq(c.n_listen, 2);
+	ck_assert_str_eq(c.listen[0].port, "3260");
+	ck_assert_uint_eq(c.listen[1].tpgt, 2);
+	conf_free(&c);
+	free(text);
+	conf_doc_free(d);
+}
+END_TEST
+
+START_TEST(test_format_size)
+{
+	char b[32];
+	uint64_t v;
+	static const uint64_t sizes[] = { 1, 1000, 1024, 1536 * 1024, 32ull << 20, 3ull << 30,
+					  5ull << 40, (5ull << 40) + 512 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		conf_format_size(sizes[i], b, sizeof(b));
+		ck_assert_int_eq(conf_parse_size(b, &v), 0);
+		ck_assert_uint_eq(v, sizes[i]);
+	}
+	conf_format_size(32ull << 20, b, sizeof(b));
+	ck_assert_str_eq(b, "32M");
+}
+END_TEST
+
 Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -1340,6 +1434,8 @@ Suite *conf_suite(void)
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_include);
 	tcase_add_test(tc, test_example_file);
+	tcase_add_test(tc, test_doc_edits);
+	tcase_add_test(tc, test_format_size);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("parse");

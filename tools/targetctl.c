@@ -28,20 +28,21 @@
 #include <json-c/json.h>
 #include "conf/config.h"
 #include "scsi/stats.h"
+#include "tools/targetctl.h"
 #include "tools/targetctl_observe.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *sock_path;      /* -s, TARGETD_CONTROL, or the default */
 static const char *sock_from;      /* where sock_path came from, for messages */
-static bool json_out;              /* -j: print the daemon's JSON */
+bool tc_json;              /* -j: print the daemon's JSON */
 static int ctl_fd = -1;
 static char *rx_buf;
 static size_t rx_len;
 static int rpc_id;
 
-static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static int die(const char *fmt, ...)
+int tc_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+int tc_die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -53,8 +54,8 @@ static int die(const char *fmt, ...)
 	exit(1);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
+int tc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int tc_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -72,11 +73,11 @@ static void ctl_connect(void)
 	int e;
 
 	if (strlen(sock_path) >= sizeof(sa.sun_path))
-		die("%s: path too long for a UNIX socket", sock_path);
+		tc_die("%s: path too long for a UNIX socket", sock_path);
 	strcpy(sa.sun_path, sock_path);
 	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ctl_fd < 0)
-		die("socket: %s", strerror(errno));
+		tc_die("socket: %s", strerror(errno));
 	if (!connect(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)))
 		return;
 	e = errno;
@@ -102,7 +103,7 @@ static struct json_object *ctl_call(struct json_object *req)
 	if (ctl_fd < 0)
 		ctl_connect();
 	if (send(ctl_fd, s, n, MSG_NOSIGNAL) != (ssize_t)n || send(ctl_fd, "\n", 1, MSG_NOSIGNAL) != 1)
-		die("writing to %s: %s", sock_path, strerror(errno));
+		tc_die("writing to %s: %s", sock_path, strerror(errno));
 	while (!(nl = rx_buf ? memchr(rx_buf, '\n', rx_len) : NULL)) {
 		char tmp[65536];
 		ssize_t r = recv(ctl_fd, tmp, sizeof(tmp), 0);
@@ -111,10 +112,10 @@ static struct json_object *ctl_call(struct json_object *req)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			die("the daemon closed the control connection (%s)", sock_path);
+			tc_die("the daemon closed the control connection (%s)", sock_path);
 		nb = realloc(rx_buf, rx_len + (size_t)r + 1);
 		if (!nb)
-			die("out of memory");
+			tc_die("out of memory");
 		rx_buf = nb;
 		memcpy(rx_buf + rx_len, tmp, (size_t)r);
 		rx_len += (size_t)r;
@@ -126,12 +127,12 @@ static struct json_object *ctl_call(struct json_object *req)
 	memmove(rx_buf, nl + 1, rx_len);
 	rx_buf[rx_len] = 0;
 	if (!rep || !json_object_is_type(rep, json_type_object))
-		die("the daemon's answer is not a JSON-RPC response");
+		tc_die("the daemon's answer is not a JSON-RPC response");
 	return rep;
 }
 
 /* Call method with params (consumed; NULL = none); the answer object. */
-static struct json_object *rpc(const char *method, struct json_object *params)
+struct json_object *tc_rpc(const char *method, struct json_object *params)
 {
 	struct json_object *req = json_object_new_object(), *rep;
 
@@ -146,7 +147,7 @@ static struct json_object *rpc(const char *method, struct json_object *params)
 }
 
 /* The old shape of a request: a method with an optional target and LUN. */
-static struct json_object *request(const char *method, const char *target, int lun)
+struct json_object *tc_request(const char *method, const char *target, int lun)
 {
 	struct json_object *p = json_object_new_object();
 
@@ -154,10 +155,10 @@ static struct json_object *request(const char *method, const char *target, int l
 		json_object_object_add(p, "target", json_object_new_string(target));
 	if (lun >= 0)
 		json_object_object_add(p, "lun", json_object_new_int(lun));
-	return rpc(method, p);
+	return tc_rpc(method, p);
 }
 
-static struct json_object *get(struct json_object *o, const char *path)
+struct json_object *tc_get(struct json_object *o, const char *path)
 {
 	char key[64];
 
@@ -176,42 +177,42 @@ static struct json_object *get(struct json_object *o, const char *path)
 	return o;
 }
 
-static uint64_t getu(struct json_object *o, const char *path)
+uint64_t tc_getu(struct json_object *o, const char *path)
 {
-	struct json_object *v = get(o, path);
+	struct json_object *v = tc_get(o, path);
 
 	return v ? (uint64_t)json_object_get_int64(v) : 0;
 }
 
-static const char *gets(struct json_object *o, const char *path)
+const char *tc_gets(struct json_object *o, const char *path)
 {
-	struct json_object *v = get(o, path);
+	struct json_object *v = tc_get(o, path);
 
 	return v ? json_object_get_string(v) : "";
 }
 
-static void print_json(struct json_object *o);
+void tc_print_json(struct json_object *o);
 
 /* The result of an answer; on an error print it (as JSON on stdout with
  * -j, else as text on stderr) and exit 1. */
-static struct json_object *result_or_die(struct json_object *rep)
+struct json_object *tc_result(struct json_object *rep)
 {
-	struct json_object *e = get(rep, "error"), *errs;
+	struct json_object *e = tc_get(rep, "error"), *errs;
 
 	if (!e)
-		return get(rep, "result");
-	if (json_out) {
-		print_json(e);
+		return tc_get(rep, "result");
+	if (tc_json) {
+		tc_print_json(e);
 		exit(1);
 	}
-	fprintf(stderr, "targetctl: %s\n", gets(e, "message"));
-	errs = get(e, "data.errors");
+	fprintf(stderr, "targetctl: %s\n", tc_gets(e, "message"));
+	errs = tc_get(e, "data.errors");
 	for (size_t i = 0; errs && i < json_object_array_length(errs); i++)
 		fprintf(stderr, "  %s\n", json_object_get_string(json_object_array_get_idx(errs, i)));
 	exit(1);
 }
 
-static void print_json(struct json_object *o)
+void tc_print_json(struct json_object *o)
 {
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
 }
@@ -220,25 +221,25 @@ static void print_json(struct json_object *o)
 
 static void show_status(struct json_object *r)
 {
-	printf("targetd %s, pid %s, up %llus\n", gets(r, "version"), gets(r, "pid"),
-	       (unsigned long long)getu(r, "uptime_s"));
-	printf("  threads   %llu\n", (unsigned long long)getu(r, "threads"));
-	printf("  targets   %llu\n", (unsigned long long)getu(r, "targets"));
-	printf("  LUNs      %llu\n", (unsigned long long)getu(r, "luns"));
-	printf("  sessions  %llu\n", (unsigned long long)getu(r, "sessions"));
-	printf("  config    %s (%llu reloads)\n", gets(r, "config"),
-	       (unsigned long long)getu(r, "reloads"));
-	printf("  metrics   %s\n", get(r, "metrics_listen") ? gets(r, "metrics_listen") : "off");
+	printf("targetd %s, pid %s, up %llus\n", tc_gets(r, "version"), tc_gets(r, "pid"),
+	       (unsigned long long)tc_getu(r, "uptime_s"));
+	printf("  threads   %llu\n", (unsigned long long)tc_getu(r, "threads"));
+	printf("  targets   %llu\n", (unsigned long long)tc_getu(r, "targets"));
+	printf("  LUNs      %llu\n", (unsigned long long)tc_getu(r, "luns"));
+	printf("  sessions  %llu\n", (unsigned long long)tc_getu(r, "sessions"));
+	printf("  config    %s (%llu reloads)\n", tc_gets(r, "config"),
+	       (unsigned long long)tc_getu(r, "reloads"));
+	printf("  metrics   %s\n", tc_get(r, "metrics_listen") ? tc_gets(r, "metrics_listen") : "off");
 }
 
 static void show_targets(struct json_object *r)
 {
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		struct json_object *t = json_object_array_get_idx(r, i), *l = get(t, "luns"),
-				   *a = get(t, "initiators");
+		struct json_object *t = json_object_array_get_idx(r, i), *l = tc_get(t, "luns"),
+				   *a = tc_get(t, "initiators");
 
-		printf("%s%s%s%s\n", gets(t, "iqn"), *gets(t, "alias") ? " (" : "", gets(t, "alias"),
-		       *gets(t, "alias") ? ")" : "");
+		printf("%s%s%s%s\n", tc_gets(t, "iqn"), *tc_gets(t, "alias") ? " (" : "", tc_gets(t, "alias"),
+		       *tc_gets(t, "alias") ? ")" : "");
 		printf("  LUNs:");
 		for (size_t k = 0; l && k < json_object_array_length(l); k++)
 			printf(" %d", json_object_get_int(json_object_array_get_idx(l, k)));
@@ -247,7 +248,7 @@ static void show_targets(struct json_object *r)
 			printf(" any");
 		for (size_t k = 0; a && k < json_object_array_length(a); k++)
 			printf(" %s", json_object_get_string(json_object_array_get_idx(a, k)));
-		printf("\n  CHAP: %s\n", json_object_get_boolean(get(t, "chap")) ? "yes" : "no");
+		printf("\n  CHAP: %s\n", json_object_get_boolean(tc_get(t, "chap")) ? "yes" : "no");
 	}
 }
 
@@ -260,16 +261,16 @@ static void show_luns(struct json_object *r)
 		char alloc[24] = "-", pfree[24] = "-";
 
 		/* space: what the LUN holds, what its pool has left */
-		if (get(l, "allocated_bytes"))
-			snprintf(alloc, sizeof(alloc), "%llu", (unsigned long long)getu(l, "allocated_bytes"));
-		if (get(l, "pool_free_bytes"))
-			snprintf(pfree, sizeof(pfree), "%llu", (unsigned long long)getu(l, "pool_free_bytes"));
-		printf("%-44s %4llu %-7s %14llu %6llu %-3s %14s %14s %-5s  %s\n", gets(l, "target"),
-		       (unsigned long long)getu(l, "lun"), gets(l, "backstore"),
-		       (unsigned long long)getu(l, "size_bytes"), (unsigned long long)getu(l, "block_size"),
-		       json_object_get_boolean(get(l, "read_only")) ? "yes" : "no", alloc, pfree,
-		       get(l, "zero_detect") ? gets(l, "zero_detect") : "-",
-		       get(l, "path") ? gets(l, "path") : "-");
+		if (tc_get(l, "allocated_bytes"))
+			snprintf(alloc, sizeof(alloc), "%llu", (unsigned long long)tc_getu(l, "allocated_bytes"));
+		if (tc_get(l, "pool_free_bytes"))
+			snprintf(pfree, sizeof(pfree), "%llu", (unsigned long long)tc_getu(l, "pool_free_bytes"));
+		printf("%-44s %4llu %-7s %14llu %6llu %-3s %14s %14s %-5s  %s\n", tc_gets(l, "target"),
+		       (unsigned long long)tc_getu(l, "lun"), tc_gets(l, "backstore"),
+		       (unsigned long long)tc_getu(l, "size_bytes"), (unsigned long long)tc_getu(l, "block_size"),
+		       json_object_get_boolean(tc_get(l, "read_only")) ? "yes" : "no", alloc, pfree,
+		       tc_get(l, "zero_detect") ? tc_gets(l, "zero_detect") : "-",
+		       tc_get(l, "path") ? tc_gets(l, "path") : "-");
 	}
 }
 
@@ -278,27 +279,27 @@ static void show_sessions(struct json_object *r)
 	if (!json_object_array_length(r))
 		printf("no sessions\n");
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		struct json_object *s = json_object_array_get_idx(r, i), *c = get(s, "connections");
-		struct json_object *p = get(s, "parameters");
+		struct json_object *s = json_object_array_get_idx(r, i), *c = tc_get(s, "connections");
+		struct json_object *p = tc_get(s, "parameters");
 
-		printf("%s  ISID %s  TSIH %llu\n", gets(s, "initiator"), gets(s, "isid"),
-		       (unsigned long long)getu(s, "tsih"));
-		printf("  target: %s\n", get(s, "target") ? gets(s, "target") : "(discovery)");
+		printf("%s  ISID %s  TSIH %llu\n", tc_gets(s, "initiator"), tc_gets(s, "isid"),
+		       (unsigned long long)tc_getu(s, "tsih"));
+		printf("  target: %s\n", tc_get(s, "target") ? tc_gets(s, "target") : "(discovery)");
 		for (size_t k = 0; c && k < json_object_array_length(c); k++) {
 			struct json_object *x = json_object_array_get_idx(c, k);
 
 			printf("  connection %llu: %s -> portal %s, tpgt %llu\n",
-			       (unsigned long long)getu(x, "cid"), gets(x, "peer"), gets(x, "portal"),
-			       (unsigned long long)getu(x, "tpgt"));
+			       (unsigned long long)tc_getu(x, "cid"), tc_gets(x, "peer"), tc_gets(x, "portal"),
+			       (unsigned long long)tc_getu(x, "tpgt"));
 		}
 		printf("  parameters:");
 		json_object_object_foreach(p, key, val)
 			printf(" %s=%s", key, json_object_get_string(val));
 		printf("\n  statistics: %llu commands (%llu not GOOD), %llu bytes in, %llu bytes out\n",
-		       (unsigned long long)getu(s, "statistics.commands"),
-		       (unsigned long long)getu(s, "statistics.not_good"),
-		       (unsigned long long)getu(s, "statistics.data_in_bytes"),
-		       (unsigned long long)getu(s, "statistics.data_out_bytes"));
+		       (unsigned long long)tc_getu(s, "statistics.commands"),
+		       (unsigned long long)tc_getu(s, "statistics.not_good"),
+		       (unsigned long long)tc_getu(s, "statistics.data_in_bytes"),
+		       (unsigned long long)tc_getu(s, "statistics.data_out_bytes"));
 	}
 }
 
@@ -307,33 +308,33 @@ static void show_lat(struct json_object *l, const char *cls)
 	char path[64];
 
 	snprintf(path, sizeof(path), "latency.%s", cls);
-	if (!getu(l, strcat(path, ".count")))
+	if (!tc_getu(l, strcat(path, ".count")))
 		return;
 	snprintf(path, sizeof(path), "latency.%s", cls);
 	{
-		struct json_object *o = get(l, path);
+		struct json_object *o = tc_get(l, path);
 
 		printf("  latency %-5s  n=%llu  avg %.1f us  p50 %.1f us  p99 %.1f us\n", cls,
-		       (unsigned long long)getu(o, "count"),
-		       json_object_get_double(get(o, "sum_us")) / (double)getu(o, "count"),
-		       json_object_get_double(get(o, "p50_us")), json_object_get_double(get(o, "p99_us")));
+		       (unsigned long long)tc_getu(o, "count"),
+		       json_object_get_double(tc_get(o, "sum_us")) / (double)tc_getu(o, "count"),
+		       json_object_get_double(tc_get(o, "p50_us")), json_object_get_double(tc_get(o, "p99_us")));
 	}
 }
 
 static void show_stats(struct json_object *r)
 {
-	struct json_object *luns = get(r, "luns");
+	struct json_object *luns = tc_get(r, "luns");
 
 	for (size_t i = 0; luns && i < json_object_array_length(luns); i++) {
-		struct json_object *l = json_object_array_get_idx(luns, i), *ops = get(l, "commands.by_opcode");
-		struct json_object *sk = get(l, "sense_keys"), *st = get(l, "status");
+		struct json_object *l = json_object_array_get_idx(luns, i), *ops = tc_get(l, "commands.by_opcode");
+		struct json_object *sk = tc_get(l, "sense_keys"), *st = tc_get(l, "status");
 
-		printf("%s LUN %llu\n", gets(l, "target"), (unsigned long long)getu(l, "lun"));
-		printf("  commands       %llu\n", (unsigned long long)getu(l, "commands.total"));
+		printf("%s LUN %llu\n", tc_gets(l, "target"), (unsigned long long)tc_getu(l, "lun"));
+		printf("  commands       %llu\n", (unsigned long long)tc_getu(l, "commands.total"));
 		for (size_t k = 0; ops && k < json_object_array_length(ops); k++) {
 			struct json_object *o = json_object_array_get_idx(ops, k);
 
-			printf("    %-36s %llu\n", gets(o, "name"), (unsigned long long)getu(o, "count"));
+			printf("    %-36s %llu\n", tc_gets(o, "name"), (unsigned long long)tc_getu(o, "count"));
 		}
 		printf("  status        ");
 		json_object_object_foreach(st, key, val)
@@ -343,32 +344,32 @@ static void show_stats(struct json_object *r)
 		json_object_object_foreach(sk, key2, val2)
 			printf(" %s=%s", key2, json_object_get_string(val2));
 		printf("\n  read           %llu commands, %llu bytes\n",
-		       (unsigned long long)getu(l, "read.commands"), (unsigned long long)getu(l, "read.bytes"));
+		       (unsigned long long)tc_getu(l, "read.commands"), (unsigned long long)tc_getu(l, "read.bytes"));
 		printf("  write          %llu commands, %llu bytes\n",
-		       (unsigned long long)getu(l, "write.commands"), (unsigned long long)getu(l, "write.bytes"));
+		       (unsigned long long)tc_getu(l, "write.commands"), (unsigned long long)tc_getu(l, "write.bytes"));
 		show_lat(l, "read");
 		show_lat(l, "write");
 		show_lat(l, "vaai");
 		printf("  ATS            %llu success, %llu miscompare\n",
-		       (unsigned long long)getu(l, "vaai.compare_and_write.success"),
-		       (unsigned long long)getu(l, "vaai.compare_and_write.miscompare"));
+		       (unsigned long long)tc_getu(l, "vaai.compare_and_write.success"),
+		       (unsigned long long)tc_getu(l, "vaai.compare_and_write.miscompare"));
 		printf("  XCOPY          %llu commands, %llu segments, %llu bytes\n",
-		       (unsigned long long)getu(l, "vaai.extended_copy.commands"),
-		       (unsigned long long)getu(l, "vaai.extended_copy.segments"),
-		       (unsigned long long)getu(l, "vaai.extended_copy.bytes"));
+		       (unsigned long long)tc_getu(l, "vaai.extended_copy.commands"),
+		       (unsigned long long)tc_getu(l, "vaai.extended_copy.segments"),
+		       (unsigned long long)tc_getu(l, "vaai.extended_copy.bytes"));
 		printf("  WRITE SAME     %llu commands, %llu blocks\n",
-		       (unsigned long long)getu(l, "vaai.write_same.commands"),
-		       (unsigned long long)getu(l, "vaai.write_same.blocks"));
+		       (unsigned long long)tc_getu(l, "vaai.write_same.commands"),
+		       (unsigned long long)tc_getu(l, "vaai.write_same.blocks"));
 		printf("  UNMAP          %llu commands, %llu blocks\n",
-		       (unsigned long long)getu(l, "vaai.unmap.commands"),
-		       (unsigned long long)getu(l, "vaai.unmap.blocks"));
+		       (unsigned long long)tc_getu(l, "vaai.unmap.commands"),
+		       (unsigned long long)tc_getu(l, "vaai.unmap.blocks"));
 		printf("  reservations   %llu reserve, %llu release, %llu conflicts\n",
-		       (unsigned long long)getu(l, "reservations.reserve"),
-		       (unsigned long long)getu(l, "reservations.release"),
-		       (unsigned long long)getu(l, "reservations.conflicts.total"));
+		       (unsigned long long)tc_getu(l, "reservations.reserve"),
+		       (unsigned long long)tc_getu(l, "reservations.release"),
+		       (unsigned long long)tc_getu(l, "reservations.conflicts.total"));
 		printf("  aborts         %llu, unit attentions %llu\n",
-		       (unsigned long long)getu(l, "task_management.aborts"),
-		       (unsigned long long)getu(l, "unit_attentions"));
+		       (unsigned long long)tc_getu(l, "task_management.aborts"),
+		       (unsigned long long)tc_getu(l, "unit_attentions"));
 	}
 }
 
@@ -403,22 +404,22 @@ static void row_from(struct json_object *l, struct top_row *r)
 {
 	static const char *const cls[] = { "read", "write", "vaai" };
 
-	snprintf(r->key, sizeof(r->key), "%s/%llu", gets(l, "target"), (unsigned long long)getu(l, "lun"));
-	r->cmds = getu(l, "commands.total");
-	r->bytes = getu(l, "read.bytes") + getu(l, "write.bytes");
-	r->ats = getu(l, "vaai.compare_and_write.success") + getu(l, "vaai.compare_and_write.miscompare");
-	r->mis = getu(l, "vaai.compare_and_write.miscompare");
-	r->xcopy = getu(l, "vaai.extended_copy.bytes");
-	r->conflicts = getu(l, "reservations.conflicts.total");
+	snprintf(r->key, sizeof(r->key), "%s/%llu", tc_gets(l, "target"), (unsigned long long)tc_getu(l, "lun"));
+	r->cmds = tc_getu(l, "commands.total");
+	r->bytes = tc_getu(l, "read.bytes") + tc_getu(l, "write.bytes");
+	r->ats = tc_getu(l, "vaai.compare_and_write.success") + tc_getu(l, "vaai.compare_and_write.miscompare");
+	r->mis = tc_getu(l, "vaai.compare_and_write.miscompare");
+	r->xcopy = tc_getu(l, "vaai.extended_copy.bytes");
+	r->conflicts = tc_getu(l, "reservations.conflicts.total");
 	memset(r->lat, 0, sizeof(r->lat));
 	for (unsigned c = 0; c < 3; c++) {
 		char path[32];
 		struct json_object *b;
 
 		snprintf(path, sizeof(path), "latency.%s.buckets", cls[c]);
-		b = get(l, path);
+		b = tc_get(l, path);
 		for (size_t i = 0; b && i < json_object_array_length(b) && i < SCSI_STATS_LAT_BUCKETS; i++)
-			r->lat[i] += getu(json_object_array_get_idx(b, i), "count");
+			r->lat[i] += tc_getu(json_object_array_get_idx(b, i), "count");
 	}
 }
 
@@ -444,9 +445,9 @@ static int cmd_top(double interval, long count)
 		signal(SIGTERM, on_signal);
 	}
 	for (long iter = 0; count <= 0 || iter < count; iter++) {
-		struct json_object *rep = request("stats", NULL, -1);
-		struct json_object *res = result_or_die(rep), *luns = get(res, "luns");
-		double now = json_object_get_double(get(res, "time"));
+		struct json_object *rep = tc_request("stats", NULL, -1);
+		struct json_object *res = tc_result(rep), *luns = tc_get(res, "luns");
+		double now = json_object_get_double(tc_get(res, "time"));
 		size_t n = luns ? json_object_array_length(luns) : 0;
 		double dt = t_prev ? now - t_prev : 0;
 		struct pollfd pf = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -455,7 +456,7 @@ static int cmd_top(double interval, long count)
 
 		cur = calloc(n ? n : 1, sizeof(*cur));
 		if (!cur)
-			die("out of memory");
+			tc_die("out of memory");
 		for (size_t i = 0; i < n; i++)
 			row_from(json_object_array_get_idx(luns, i), &cur[i]);
 		strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&wall));
@@ -537,18 +538,18 @@ typedef int (*cli_fn)(int argc, char **argv);
 
 /* Positional arguments of a command that takes no options but -j/-s
  * (removed before it runs): at most max of them, at least min. */
-static int plain_args(int argc, char **argv, int min, int max, const char *usage)
+int tc_plain_args(int argc, char **argv, int min, int max, const char *usage)
 {
 	for (int i = 1; i < argc; i++)
 		if (argv[i][0] == '-' && argv[i][1])
-			return usage_error("%s: unknown option %s", usage, argv[i]);
+			return tc_usage_error("%s: unknown option %s", usage, argv[i]);
 	if (argc - 1 < min || argc - 1 > max)
-		return usage_error("usage: targetctl %s", usage);
+		return tc_usage_error("usage: targetctl %s", usage);
 	return 0;
 }
 
 /* Parse a LUN number 0..255; -1 (after a message) when it is not one. */
-static int lun_arg(const char *s)
+int tc_lun_arg(const char *s)
 {
 	char *end;
 	long v;
@@ -556,19 +557,19 @@ static int lun_arg(const char *s)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (!*s || *end || errno || v < 0 || v > 255) {
-		usage_error("LUN must be a number 0..255, not '%s'", s);
+		tc_usage_error("LUN must be a number 0..255, not '%s'", s);
 		return -1;
 	}
 	return (int)v;
 }
 
 /* Print a query's result (or its JSON) and return 0. */
-static int show(const char *method, struct json_object *params, void (*human)(struct json_object *))
+int tc_show(const char *method, struct json_object *params, void (*human)(struct json_object *))
 {
-	struct json_object *rep = rpc(method, params), *res = result_or_die(rep);
+	struct json_object *rep = tc_rpc(method, params), *res = tc_result(rep);
 
-	if (json_out)
-		print_json(res);
+	if (tc_json)
+		tc_print_json(res);
 	else
 		human(res);
 	json_object_put(rep);
@@ -577,27 +578,27 @@ static int show(const char *method, struct json_object *params, void (*human)(st
 
 static int cli_status(int argc, char **argv)
 {
-	return plain_args(argc, argv, 0, 0, "status") ?: show("status", NULL, show_status);
+	return tc_plain_args(argc, argv, 0, 0, "status") ?: tc_show("status", NULL, show_status);
 }
 
 static int cli_targets(int argc, char **argv)
 {
-	return plain_args(argc, argv, 0, 0, "targets") ?: show("targets", NULL, show_targets);
+	return tc_plain_args(argc, argv, 0, 0, "targets") ?: tc_show("targets", NULL, show_targets);
 }
 
 static int cli_luns(int argc, char **argv)
 {
-	return plain_args(argc, argv, 0, 0, "luns") ?: show("luns", NULL, show_luns);
+	return tc_plain_args(argc, argv, 0, 0, "luns") ?: tc_show("luns", NULL, show_luns);
 }
 
 static int cli_sessions(int argc, char **argv)
 {
-	return plain_args(argc, argv, 0, 0, "sessions") ?: show("sessions", NULL, show_sessions);
+	return tc_plain_args(argc, argv, 0, 0, "sessions") ?: tc_show("sessions", NULL, show_sessions);
 }
 
 static void show_reset(struct json_object *r)
 {
-	printf("counters of %llu LUNs reset\n", (unsigned long long)getu(r, "reset"));
+	printf("counters of %llu LUNs reset\n", (unsigned long long)tc_getu(r, "reset"));
 }
 
 static int cli_stats(int argc, char **argv)
@@ -610,22 +611,22 @@ static int cli_stats(int argc, char **argv)
 		if (!strcmp(argv[i], "--reset") || !strcmp(argv[i], "-r"))
 			reset = true;
 		else if (argv[i][0] == '-' && argv[i][1])
-			return usage_error("stats: unknown option %s", argv[i]);
+			return tc_usage_error("stats: unknown option %s", argv[i]);
 		else if (n < 3)
 			pos[n++] = argv[i];
 		else
-			return usage_error("stats: too many arguments");
+			return tc_usage_error("stats: too many arguments");
 	}
 	if (n > 2)
-		return usage_error("usage: targetctl stats [--reset] [TARGET [LUN]]");
-	if (n > 1 && (lun = lun_arg(pos[1])) < 0)
+		return tc_usage_error("usage: targetctl stats [--reset] [TARGET [LUN]]");
+	if (n > 1 && (lun = tc_lun_arg(pos[1])) < 0)
 		return 2;
 	{
-		struct json_object *rep = request(reset ? "reset" : "stats", n ? pos[0] : NULL, lun);
-		struct json_object *res = result_or_die(rep);
+		struct json_object *rep = tc_request(reset ? "reset" : "stats", n ? pos[0] : NULL, lun);
+		struct json_object *res = tc_result(rep);
 
-		if (json_out)
-			print_json(res);
+		if (tc_json)
+			tc_print_json(res);
 		else if (reset)
 			show_reset(res);
 		else
@@ -653,27 +654,27 @@ static int cli_top(int argc, char **argv)
 		case 'd':
 			interval = strtod(optarg, &end);
 			if (*end || interval <= 0)
-				return usage_error("top: -d wants seconds, not '%s'", optarg);
+				return tc_usage_error("top: -d wants seconds, not '%s'", optarg);
 			if (interval < 0.1)
 				interval = 0.1;
 			break;
 		case 'n':
 			count = strtol(optarg, &end, 10);
 			if (*end || count < 1)
-				return usage_error("top: -n wants a count of screens, not '%s'", optarg);
+				return tc_usage_error("top: -n wants a count of screens, not '%s'", optarg);
 			break;
 		default:
 			return 2;
 		}
 	}
 	if (optind < argc)
-		return usage_error("usage: targetctl top [-d SECONDS] [-n COUNT]");
+		return tc_usage_error("usage: targetctl top [-d SECONDS] [-n COUNT]");
 	return cmd_top(interval, count);
 }
 
 static void show_reload(struct json_object *r)
 {
-	struct json_object *ch = get(r, "changes");
+	struct json_object *ch = tc_get(r, "changes");
 
 	for (size_t i = 0; ch && i < json_object_array_length(ch); i++)
 		printf("%s\n", json_object_get_string(json_object_array_get_idx(ch, i)));
@@ -681,7 +682,7 @@ static void show_reload(struct json_object *r)
 
 static int cli_reload(int argc, char **argv)
 {
-	return plain_args(argc, argv, 0, 0, "reload") ?: show("reload", NULL, show_reload);
+	return tc_plain_args(argc, argv, 0, 0, "reload") ?: tc_show("reload", NULL, show_reload);
 }
 
 static void show_methods(struct json_object *r)
@@ -689,20 +690,20 @@ static void show_methods(struct json_object *r)
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
 		struct json_object *m = json_object_array_get_idx(r, i);
 
-		printf("%-16s %-36s %s\n", gets(m, "method"), gets(m, "params"), gets(m, "summary"));
+		printf("%-16s %-36s %s\n", tc_gets(m, "method"), tc_gets(m, "params"), tc_gets(m, "summary"));
 	}
 }
 
 static int cli_methods(int argc, char **argv)
 {
-	return plain_args(argc, argv, 0, 0, "methods") ?: show("help", NULL, show_methods);
+	return tc_plain_args(argc, argv, 0, 0, "methods") ?: tc_show("help", NULL, show_methods);
 }
 
 /* The observation commands (targetctl_observe.c) call methods through
  * this: the result (a reference), or print the error and exit. */
 static struct json_object *observe_rpc(const char *method, struct json_object *params)
 {
-	struct json_object *rep = rpc(method, params), *res = json_object_get(result_or_die(rep));
+	struct json_object *rep = tc_rpc(method, params), *res = json_object_get(tc_result(rep));
 
 	json_object_put(rep);
 	return res;
@@ -710,14 +711,14 @@ static struct json_object *observe_rpc(const char *method, struct json_object *p
 
 static int cli_histo(int argc, char **argv)
 {
-	const struct tc_observe io = { .call = observe_rpc, .json = json_out };
+	const struct tc_observe io = { .call = observe_rpc, .json = tc_json };
 
 	return tc_observe_histo(argc, argv, &io);
 }
 
 static int cli_trace(int argc, char **argv)
 {
-	const struct tc_observe io = { .call = observe_rpc, .json = json_out };
+	const struct tc_observe io = { .call = observe_rpc, .json = tc_json };
 
 	return tc_observe_trace(argc, argv, &io);
 }
@@ -739,6 +740,28 @@ static const struct cli_cmd commands[] = {
 	  cli_stats },
 	{ "top", NULL, "[-d SECONDS] [-n COUNT]", "live per-LUN rates (q quits)", cli_top },
 	{ "reload", NULL, "", "re-read the configuration file, apply the difference", cli_reload },
+	{ "target", "add", "IQN [--alias TEXT]", "add a target (no LUNs yet)", tc_target_add },
+	{ "target", "remove", "IQN [--force]", "remove a target (--force: with sessions)",
+	  tc_target_remove },
+	{ "lun", "add", "TARGET LUN file|block|memory [PATH] [--size SIZE] ...",
+	  "add a LUN (lun add --help)", tc_lun_add },
+	{ "lun", "remove", "TARGET LUN [--force]", "remove a LUN (--force: with sessions)",
+	  tc_lun_remove },
+	{ "lun", "resize", "TARGET LUN SIZE [--shrink --force]",
+	  "grow a LUN (shrinking destroys data)", tc_lun_resize },
+	{ "lun", "offline", "TARGET LUN", "media access answers NOT READY", tc_lun_offline },
+	{ "lun", "online", "TARGET LUN", "back from offline", tc_lun_online },
+	{ "acl", "add", "TARGET INITIATOR", "allow an initiator", tc_acl_add },
+	{ "acl", "remove", "TARGET INITIATOR", "disallow (its sessions are closed)", tc_acl_remove },
+	{ "chap", "set", "TARGET USER SECRET [--mutual-user U --mutual-secret S] | --off",
+	  "CHAP of a target (SECRET - : stdin)", tc_chap_set },
+	{ "session", "list", "", "the same as sessions", cli_sessions },
+	{ "session", "close", "TSIH [--cid CID]", "close a session or one connection",
+	  tc_session_close },
+	{ "portal", "add", "ADDRESS:PORT [--tpgt N]", "listen on one more portal", tc_portal_add },
+	{ "portal", "remove", "ADDRESS:PORT", "stop listening (connections stay)", tc_portal_remove },
+	{ "config", "show", "", "the running configuration", tc_config_show },
+	{ "config", "diff", "", "the file against the running configuration", tc_config_diff },
 	{ "histo", NULL, "[on|off|reset] [TARGET] LUN [--initiator NAME]",
 	  "workload histograms of a LUN (a text chart)", cli_histo },
 	{ "trace", NULL, "start|stop|status|dump ...", "command traces (targetctl(8))", cli_trace },
@@ -750,7 +773,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: targetctl [-s SOCKET] [-j] COMMAND [ARGS]\n"
 		   "Ask a running targetd, or change what it serves.\n\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
-		char words[96];
+		char words[128];
 
 		snprintf(words, sizeof(words), "%s%s%s %s", commands[i].word,
 			 commands[i].word2 ? " " : "", commands[i].word2 ? commands[i].word2 : "",
@@ -781,13 +804,13 @@ static int global_options(int *argcp, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
-			json_out = true;
+			tc_json = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			exit(0);
 		} else if (!strcmp(a, "-s") || !strcmp(a, "--socket")) {
 			if (i + 1 >= argc)
-				return usage_error("%s needs a path", a);
+				return tc_usage_error("%s needs a path", a);
 			sock_path = argv[++i];
 			sock_from = "from -s";
 		} else if (!strncmp(a, "--socket=", 9)) {
@@ -835,9 +858,9 @@ int main(int argc, char **argv)
 			    strlen(subs) + strlen(commands[i].word2) + 3 < sizeof(subs))
 				strcat(strcat(subs, subs[0] ? ", " : ""), commands[i].word2);
 		if (subs[0])
-			return usage_error("%s %s: unknown; '%s' takes one of: %s", argv[1],
+			return tc_usage_error("%s %s: unknown; '%s' takes one of: %s", argv[1],
 					   argc > 2 ? argv[2] : "(nothing)", argv[1], subs);
-		return usage_error("unknown command '%s'", argv[1]);
+		return tc_usage_error("unknown command '%s'", argv[1]);
 	}
 	if (c->word2)
 		return c->fn(argc - 2, argv + 2);
