@@ -359,6 +359,29 @@ static uint64_t ws_derive(const struct scsi_cmd *cmd)
 	return n;
 }
 
+static int lat_class(const struct scsi_cmd *cmd)
+{
+	uint8_t op = cmd->cdb[0];
+
+	return op_is_read(op) ? STATS_LAT_READ : op_is_write(op) ? STATS_LAT_WRITE
+	       : cmd_is_vaai(cmd) ? STATS_LAT_VAAI : -1;
+}
+
+void scsi_stats_cmd_sent(struct scsi_cmd *cmd)
+{
+	struct stats_w w;
+	int cls = lat_class(cmd);
+	uint64_t now, ns;
+
+	if (cls < 0 || !cmd->start_ns || !(cmd->stats_flags & SCSI_STATS_COUNTED) ||
+	    !stats_writer(cmd->lun, &w))
+		return;
+	now = scsi_stats_now_ns();
+	ns = now > cmd->start_ns ? now - cmd->start_ns : 0;
+	cnt_add(&w, CNT(lat[cls][lat_bucket(ns)]), 1);
+	cnt_add(&w, CNT(lat_sum_ns[cls]), ns);
+}
+
 void scsi_stats_cmd_done(struct scsi_cmd *cmd)
 {
 	struct stats_w w;
@@ -392,13 +415,13 @@ void scsi_stats_cmd_done(struct scsi_cmd *cmd)
 	} else if (cmd_is_vaai(cmd)) {
 		cls = STATS_LAT_VAAI;
 	}
-	if (cls >= 0 && cmd->start_ns) {
-		uint64_t now = scsi_stats_now_ns();
-		uint64_t ns = now > cmd->start_ns ? now - cmd->start_ns : 0;
+	if (cls >= 0 && cmd->io.submit_ns && cmd->io.done_ns >= cmd->io.submit_ns) {
+		uint64_t ns = cmd->io.done_ns - cmd->io.submit_ns;
 
-		cnt_add(&w, CNT(lat[cls][lat_bucket(ns)]), 1);
-		cnt_add(&w, CNT(lat_sum_ns[cls]), ns);
+		cnt_add(&w, CNT(lat_bs[cls][lat_bucket(ns)]), 1);
+		cnt_add(&w, CNT(lat_bs_sum_ns[cls]), ns);
 	}
+	/* the command's latency is counted when its status is sent */
 
 	switch (op) {
 	case 0x89:   /* SBC-4 5.3 COMPARE AND WRITE */

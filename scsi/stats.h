@@ -91,8 +91,14 @@ struct scsi_stats_counters {
 	uint64_t sense_key[16];             /* CHECK CONDITION by sense key */
 	uint64_t read_bytes, write_bytes;   /* READ/WRITE family, GOOD */
 	uint64_t read_cmds, write_cmds;     /* READ/WRITE family, GOOD */
+	/* command PDU received to its status sent (scsi_stats_cmd_sent): what
+	 * the initiator sees, less the wire */
 	uint64_t lat[STATS_LAT__COUNT][SCSI_STATS_LAT_BUCKETS];
 	uint64_t lat_sum_ns[STATS_LAT__COUNT];
+	/* the command's backstore request (the last, for the few commands
+	 * that make several), submitted to completed */
+	uint64_t lat_bs[STATS_LAT__COUNT][SCSI_STATS_LAT_BUCKETS];
+	uint64_t lat_bs_sum_ns[STATS_LAT__COUNT];
 	uint64_t ats_ok, ats_miscompare;    /* COMPARE AND WRITE */
 	uint64_t xcopy_cmds, xcopy_segments, xcopy_bytes, xcopy_reflink_blocks;
 	uint64_t ws_cmds, ws_blocks;        /* WRITE SAME */
@@ -127,6 +133,8 @@ void scsi_stats_lun_free(struct scsi_lun *lun);
 void scsi_stats_hold(struct scsi_cmd *cmd);
 void scsi_stats_release(struct scsi_cmd *cmd);
 void scsi_stats_cmd_done(struct scsi_cmd *cmd);
+/* The transport: the command's status left the socket (latency). */
+void scsi_stats_cmd_sent(struct scsi_cmd *cmd);
 uint64_t scsi_stats_now_ns(void);
 
 /* Another LUN used across a PENDING return (see above). */

@@ -24,7 +24,14 @@ struct json_object *control_handle_line(const char *line);
 /* The per-LUN statistics object of "stats" (exposed for the tests). */
 struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun);
 
+struct iscsi_target;
+
 /* metrics.c: GET /metrics in the Prometheus text format. */
+/* The login code counts logins (t NULL or discovery: a discovery session)
+ * and refusals (status: the login status class/detail, 0x0201 CHAP,
+ * 0x0202 allow-list; t NULL when the target was not known yet). */
+void metrics_count_login(struct iscsi_target *t, bool discovery);
+void metrics_count_login_failure(struct iscsi_target *t, uint16_t status);
 int metrics_start(const char *listen);
 void metrics_stop(void);
 /* Render every metric into a malloc'ed string (for the HTTP server and the

@@ -79,7 +79,9 @@ static struct json_object *opcode_list(const uint64_t *v, uint64_t *total)
 	return a;
 }
 
-static struct json_object *latency_json(const struct scsi_stats_counters *c, unsigned cls)
+/* One latency histogram (log2 buckets of microseconds) with its median
+ * and 99th percentile. */
+static struct json_object *hist_json(const uint64_t *lat, uint64_t sum_ns)
 {
 	struct json_object *o = json_object_new_object();
 	struct json_object *b = json_object_new_array();
@@ -89,20 +91,25 @@ static struct json_object *latency_json(const struct scsi_stats_counters *c, uns
 		struct json_object *e = json_object_new_object();
 		uint64_t le = scsi_stats_bucket_le_us(i);
 
-		count += c->lat[cls][i];
+		count += lat[i];
 		if (le == UINT64_MAX)
 			jadd(e, "le_us", json_object_new_string("+Inf"));
 		else
 			jadd(e, "le_us", ju64(le));
-		jadd(e, "count", ju64(c->lat[cls][i]));
+		jadd(e, "count", ju64(lat[i]));
 		json_object_array_add(b, e);
 	}
 	jadd(o, "count", ju64(count));
-	jadd(o, "sum_us", json_object_new_double((double)c->lat_sum_ns[cls] / 1000.0));
-	jadd(o, "p50_us", json_object_new_double(scsi_stats_quantile_us(c->lat[cls], 0.50)));
-	jadd(o, "p99_us", json_object_new_double(scsi_stats_quantile_us(c->lat[cls], 0.99)));
+	jadd(o, "sum_us", json_object_new_double((double)sum_ns / 1000.0));
+	jadd(o, "p50_us", json_object_new_double(scsi_stats_quantile_us(lat, 0.50)));
+	jadd(o, "p99_us", json_object_new_double(scsi_stats_quantile_us(lat, 0.99)));
 	jadd(o, "buckets", b);
 	return o;
+}
+
+static struct json_object *latency_json(const struct scsi_stats_counters *c, unsigned cls)
+{
+	return hist_json(c->lat[cls], c->lat_sum_ns[cls]);
 }
 
 static struct json_object *sa_list(const uint64_t *v)
@@ -165,6 +172,11 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 	jadd(x, "read", latency_json(c, STATS_LAT_READ));
 	jadd(x, "write", latency_json(c, STATS_LAT_WRITE));
 	jadd(x, "vaai", latency_json(c, STATS_LAT_VAAI));
+	y = json_object_new_object();
+	jadd(y, "read", hist_json(c->lat_bs[STATS_LAT_READ], c->lat_bs_sum_ns[STATS_LAT_READ]));
+	jadd(y, "write", hist_json(c->lat_bs[STATS_LAT_WRITE], c->lat_bs_sum_ns[STATS_LAT_WRITE]));
+	jadd(y, "vaai", hist_json(c->lat_bs[STATS_LAT_VAAI], c->lat_bs_sum_ns[STATS_LAT_VAAI]));
+	jadd(x, "backstore", y);
 	jadd(o, "latency", x);
 
 	x = json_object_new_object();

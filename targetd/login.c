@@ -652,6 +652,7 @@ static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 
 	snprintf(isid, sizeof(isid), "0x%02x%02x%02x%02x%02x%02x", l->isid[0], l->isid[1],
 		 l->isid[2], l->isid[3], l->isid[4], l->isid[5]);
+	metrics_count_login_failure(l->target, status);
 	log_event(LOG_LVL_INFO, status == ISCSI_LOGIN_AUTH_FAILED    ? "chap_failed"
 				: status == ISCSI_LOGIN_AUTHZ_FAILED ? "acl_refused"
 								     : "login_refused",
@@ -769,6 +770,7 @@ static void login_log_success(const struct iscsi_conn *c, const struct iscsi_log
 {
 	char isid[16], portal[80];
 
+	metrics_count_login(l->target, l->discovery);
 	snprintf(isid, sizeof(isid), "0x%02x%02x%02x%02x%02x%02x", l->isid[0], l->isid[1],
 		 l->isid[2], l->isid[3], l->isid[4], l->isid[5]);
 	log_event(LOG_LVL_INFO, "login", KV_S("initiator", l->initiator), KV_S("isid", isid),

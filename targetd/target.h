@@ -39,6 +39,7 @@ struct iscsi_target {
 	struct scsi_target st;
 	struct backstore *bs[SCSI_MAX_LUNS];
 	bool removed;            /* by a reload (atomic): the slot stays, never found */
+	uint64_t n_logins, n_auth_failures, n_acl_refusals;   /* atomics (/metrics) */
 };
 
 struct targetd_runtime {

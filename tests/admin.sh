@@ -119,12 +119,14 @@ def metric(name, **labels):
             total = (total or 0) + float(m.group(3))
     return None if total is None else int(total)
 
+def snake(n):
+    return re.sub(r'[^a-z0-9]+', '_', n.lower()).strip('_')
 byop = {o["opcode"]: o for o in st["commands"]["by_opcode"]}
 good = cc = conflict = 0
 for op, s in mix["sent"].items():
     op = int(op)
     check("commands with opcode 0x%02x" % op, byop.get(op, {}).get("count", 0), s["count"])
-    name = byop.get(op, {}).get("name", "0x%02x" % op)
+    name = snake(byop.get(op, {}).get("name", "0x%02x" % op))
     check("/metrics targetd_commands_total{op=%r}" % name, metric("targetd_commands_total", op=name), s["count"])
     good += s["good"]; cc += s["check_condition"]; conflict += s["reservation_conflict"]
 # nothing but the mix reached the LUN after the reset
@@ -132,14 +134,14 @@ check("commands in all", st["commands"]["total"], sum(s["count"] for s in mix["s
 check("GOOD", st["status"]["good"], good)
 check("CHECK CONDITION", st["status"]["check_condition"], cc)
 check("RESERVATION CONFLICT", st["status"]["reservation_conflict"], conflict)
-check("/metrics GOOD", metric("targetd_command_status_total", status="GOOD"), good)
-check("/metrics RESERVATION CONFLICT", metric("targetd_command_status_total", status="RESERVATION CONFLICT"), conflict)
+check("/metrics good", metric("targetd_command_status_total", status="good") or 0, good)
+check("/metrics reservation_conflict", metric("targetd_command_status_total", status="reservation_conflict") or 0, conflict)
 names = ["NO SENSE", "RECOVERED ERROR", "NOT READY", "MEDIUM ERROR", "HARDWARE ERROR",
          "ILLEGAL REQUEST", "UNIT ATTENTION", "DATA PROTECT", "BLANK CHECK", "VENDOR SPECIFIC",
          "COPY ABORTED", "ABORTED COMMAND", "RESERVED 0xC", "VOLUME OVERFLOW", "MISCOMPARE"]
 for k, n in mix["sense_keys"].items():
     check("sense key %s" % names[int(k)], st["sense_keys"].get(names[int(k)], 0), n)
-    check("/metrics sense key %s" % names[int(k)], metric("targetd_sense_key_total", sense_key=names[int(k)]), n)
+    check("/metrics sense key %s" % names[int(k)], metric("targetd_sense_key_total", sense_key=snake(names[int(k)])) or 0, n)
 prom_of = {
     "read.commands": ("targetd_read_commands_total", {}),
     "read.bytes": ("targetd_read_bytes_total", {}),
@@ -189,6 +191,66 @@ case_promtool() {
 	metrics >"$TD_TMP/m.txt" && promtool check metrics <"$TD_TMP/m.txt"
 }
 run_test "promtool check metrics accepts /metrics" case_promtool
+
+# the shape of /metrics: snake_case label values, no series for statuses
+# that never happened, build and process metrics, login counters, per
+# session and per initiator series, and latencies that are the truth
+# (a command's time contains its backstore request's)
+case_metrics_shape() {
+	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 3 iqn.2026-11.org.targetd:shape >/dev/null 2>&1 &
+	local io=$! i
+	for i in $(seq 1 50); do
+		metrics >"$TD_TMP/shape.txt" || return 1
+		grep -q 'initiator="iqn.2026-11.org.targetd:shape"' "$TD_TMP/shape.txt" && break
+		sleep 0.1
+	done
+	wait "$io" || return 1
+	python3 - "$TD_TMP/shape.txt" "$IQN" <<'EOF'
+import re, sys
+prom, iqn = open(sys.argv[1]).read(), sys.argv[2]
+series = []
+for line in prom.splitlines():
+    if line.startswith("#") or not line:
+        continue
+    m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+    assert m, line
+    series.append((m.group(1), dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")), float(m.group(3))))
+def find(name, **lab):
+    return [v for n, l, v in series if n == name and all(l.get(k) == x for k, x in lab.items())]
+bad = []
+for n, l, v in series:
+    for k in ("op", "status", "sense_key", "function", "result", "reason", "limit"):
+        if k in l and not re.match(r'^[a-z0-9_]+$', l[k]) and not re.match(r'^0x[0-9a-f]{2}$', l[k]):
+            bad.append("%s{%s=%r} is not snake_case" % (n, k, l[k]))
+    if n in ("targetd_command_status_total", "targetd_sense_key_total", "targetd_task_management_total",
+             "targetd_lun_task_management_total", "targetd_compare_and_write_total") and v == 0:
+        bad.append("%s %s: a series for something that never happened" % (n, l))
+assert find("targetd_build_info") == [1.0], "no targetd_build_info"
+for p in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_max_fds",
+          "process_start_time_seconds", "process_virtual_memory_bytes"):
+    assert find(p) and find(p)[0] > 0, "no %s" % p
+assert find("targetd_logins_total", target=iqn)[0] > 0, "no logins counted"
+assert len(find("targetd_login_failures_total")) == 3
+assert find("targetd_session_commands_total", target=iqn, initiator="iqn.2026-11.org.targetd:shape"), "no session series"
+assert find("targetd_initiator_sessions", target=iqn, initiator="iqn.2026-11.org.targetd:shape") == [1.0]
+for cls in ("read", "write"):
+    cmd = find("targetd_command_latency_seconds_sum", target=iqn, lun="0", op=cls)[0]
+    bs = find("targetd_backstore_latency_seconds_sum", target=iqn, lun="0", op=cls)[0]
+    n = find("targetd_command_latency_seconds_count", target=iqn, lun="0", op=cls)[0]
+    nbs = find("targetd_backstore_latency_seconds_count", target=iqn, lun="0", op=cls)[0]
+    # reads of pages already in the cache are sent from the mapping,
+    # without a backstore request; a command refused before execution
+    # (a unit attention, a conflict) makes none
+    print("%s: %d commands, %.1f us each; %d backstore requests, %.1f us each" %
+          (cls, n, 1e6 * cmd / n, nbs, 1e6 * bs / nbs if nbs else 0))
+    if not (bs <= cmd and nbs <= n) or (cls == "write" and not (bs > 0 and nbs > 0.9 * n)):
+        bad.append("%s: backstore latency %g s (%d) does not fit the command latency %g s (%d)" % (cls, bs, nbs, cmd, n))
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+EOF
+}
+run_test "/metrics: snake_case labels, only statuses that happened, build/process/login/session series, latency truth" case_metrics_shape
 
 case_http_errors() {
 	python3 - "$MPORT" <<'EOF'
@@ -251,7 +313,7 @@ l, g = d["luns"][0], d["global"]["task_management"]
 f = l["task_management"]["by_function"]
 prom = open(sys.argv[2]).read()
 def m(fn):
-    x = re.search(r'^targetd_task_management_total\{function="%s"\} (\d+)$' % fn, prom, re.M)
+    x = re.search(r'^targetd_task_management_total\{function="%s"\} (\d+)$' % fn.lower().replace(" ", "_"), prom, re.M)
     return int(x.group(1)) if x else None
 print(f, g, l["task_management"]["aborts"], l["unit_attentions"])
 assert f.get("ABORT TASK", 0) >= 2 and f.get("ABORT TASK SET", 0) >= 1, f
@@ -300,6 +362,32 @@ top_gone() {
 	! tmux -L "$1" has-session -t top 2>/dev/null
 }
 run_test "targetctl top shows live per-LUN rates in a terminal and quits on q" case_top
+
+# not on a terminal: one plain screen with rates, then exit (no escapes);
+# on one, -n COUNT screens
+case_top_plain() {
+	local out=$TD_TMP/top-plain.txt
+	"$STATMIX" io "iscsi://127.0.0.1:$PORT/$IQN/0" 3 >/dev/null 2>&1 &
+	local io=$!
+	sleep 0.5
+	timeout 20 "$TARGETCTL" -s "$SOCK" top -d 0.5 >"$out" || { wait "$io"; return 1; }
+	wait "$io" || return 1
+	cat "$out"
+	if grep -q $'\033' "$out"; then echo "escape sequences off a terminal"; return 1; fi
+	awk -v k="$IQN/0" '$1 == k && $2 + 0 > 0 { found = 1 } END { exit !found }' "$out" || return 1
+	[ "$(grep -c "^$IQN/" "$out")" = 4 ] || { echo "not one screen of 4 LUNs"; return 1; }
+	# in a terminal, -n 3: three screens and the shell gets control back
+	local sess=targetd-admin-n-$$ done=0
+	tmux -L "$sess" new-session -d -s top -x 150 -y 20 \
+		"$TARGETCTL -s $SOCK top -d 0.2 -n 3; echo top-ended-\$?; sleep 30" || return 1
+	for i in $(seq 1 100); do
+		if tmux -L "$sess" capture-pane -p -t top | grep -q "top-ended-0"; then done=1; break; fi
+		sleep 0.1
+	done
+	tmux -L "$sess" kill-server
+	[ "$done" = 1 ] || { echo "top -n 3 did not end in a terminal"; return 1; }
+}
+run_test "targetctl top: one plain screen off a terminal, -n COUNT screens in one" case_top_plain
 
 # --- sessions ------------------------------------------------------------------
 case_sessions() {

@@ -108,6 +108,17 @@ START_TEST(test_read_write_counts)
 		ck_assert_uint_eq(nr, 6);
 		ck_assert_uint_eq(nw, 3);
 		ck_assert_uint_gt(c->lat_sum_ns[STATS_LAT_READ], 0);
+		/* backstore latency: one request per command that reached the
+		 * backstore, each inside its command's time */
+		nr = nw = 0;
+		for (unsigned b = 0; b < SCSI_STATS_LAT_BUCKETS; b++) {
+			nr += c->lat_bs[STATS_LAT_READ][b];
+			nw += c->lat_bs[STATS_LAT_WRITE][b];
+		}
+		ck_assert_uint_eq(nr, 5);
+		ck_assert_uint_eq(nw, 3);
+		ck_assert_uint_le(c->lat_bs_sum_ns[STATS_LAT_READ], c->lat_sum_ns[STATS_LAT_READ]);
+		ck_assert_uint_le(c->lat_bs_sum_ns[STATS_LAT_WRITE], c->lat_sum_ns[STATS_LAT_WRITE]);
 	}
 	ck_assert(!scsi_stats_lun_busy(lun));
 	free(c);
@@ -154,6 +165,7 @@ static void fake_done(uint8_t op, uint8_t sa, uint8_t status, uint8_t key, const
 	c.start_ns = scsi_stats_now_ns();
 	scsi_stats_cmd_done(&c);
 	scsi_stats_cmd_done(&c);   /* twice: counted once */
+	scsi_stats_cmd_sent(&c);   /* the status went out: the latency */
 }
 
 START_TEST(test_vaai_derived)

@@ -128,6 +128,7 @@ struct bs_io *sh_fake_release(struct sh_fake *f, int64_t result, uint8_t fill)
 		for (int i = 0; i < io->iovcnt; i++)
 			memset(io->iov[i].iov_base, fill, io->iov[i].iov_len);
 	}
+	io->done_ns = backstore_now_ns();   /* as the engine does */
 	io->done(io);
 	return io;
 }
@@ -142,6 +143,7 @@ static void sh_finish(struct sh_run *r)
 	r->done = true;
 	r->pending = false;
 	scsi_stats_cmd_done(c);
+	scsi_stats_cmd_sent(c);   /* and the status goes out: the latency */
 	/* a command that found its LUN holds it until it is let go */
 	sh_assert(!c->lun || scsi_stats_lun_busy(c->lun));
 	if (!sh_defer_release)

@@ -5,16 +5,12 @@
  * The commands are the table `commands` near the end: one entry (words,
  * usage, summary, function) per command; `targetctl --help` prints it.
  *
- * DESIGN: one process, one thread; `top` loops: request "stats", compute
- * rates from the difference with the previous answer, draw with ANSI
- * escapes, wait for the next tick or a key (terminal in non-canonical
- * mode, restored on exit).
+ * DESIGN: one process, one thread, one connection to the control socket
+ * (opened at the first request); `top` is in targetctl_show.c.
  */
 #include "config.h"
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,8 +18,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <termios.h>
-#include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
 #include "conf/config.h"
@@ -217,320 +211,6 @@ void tc_print_json(struct json_object *o)
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
 }
 
-/* ---- human output -------------------------------------------------------- */
-
-static void show_status(struct json_object *r)
-{
-	printf("targetd %s, pid %s, up %llus\n", tc_gets(r, "version"), tc_gets(r, "pid"),
-	       (unsigned long long)tc_getu(r, "uptime_s"));
-	printf("  threads   %llu\n", (unsigned long long)tc_getu(r, "threads"));
-	printf("  targets   %llu\n", (unsigned long long)tc_getu(r, "targets"));
-	printf("  LUNs      %llu\n", (unsigned long long)tc_getu(r, "luns"));
-	printf("  sessions  %llu\n", (unsigned long long)tc_getu(r, "sessions"));
-	printf("  config    %s (%llu reloads)\n", tc_gets(r, "config"),
-	       (unsigned long long)tc_getu(r, "reloads"));
-	printf("  metrics   %s\n", tc_get(r, "metrics_listen") ? tc_gets(r, "metrics_listen") : "off");
-}
-
-static void show_targets(struct json_object *r)
-{
-	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		struct json_object *t = json_object_array_get_idx(r, i), *l = tc_get(t, "luns"),
-				   *a = tc_get(t, "initiators");
-
-		printf("%s%s%s%s\n", tc_gets(t, "iqn"), *tc_gets(t, "alias") ? " (" : "", tc_gets(t, "alias"),
-		       *tc_gets(t, "alias") ? ")" : "");
-		printf("  LUNs:");
-		for (size_t k = 0; l && k < json_object_array_length(l); k++)
-			printf(" %d", json_object_get_int(json_object_array_get_idx(l, k)));
-		printf("\n  initiators:");
-		if (!a)
-			printf(" any");
-		for (size_t k = 0; a && k < json_object_array_length(a); k++)
-			printf(" %s", json_object_get_string(json_object_array_get_idx(a, k)));
-		printf("\n  CHAP: %s\n", json_object_get_boolean(tc_get(t, "chap")) ? "yes" : "no");
-	}
-}
-
-static void show_luns(struct json_object *r)
-{
-	printf("%-44s %4s %-7s %14s %6s %-3s %14s %14s %-5s  %s\n", "TARGET", "LUN", "STORE", "SIZE",
-	       "BLOCK", "RO", "ALLOCATED", "POOL FREE", "ZERO", "PATH");
-	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		struct json_object *l = json_object_array_get_idx(r, i);
-		char alloc[24] = "-", pfree[24] = "-";
-
-		/* space: what the LUN holds, what its pool has left */
-		if (tc_get(l, "allocated_bytes"))
-			snprintf(alloc, sizeof(alloc), "%llu", (unsigned long long)tc_getu(l, "allocated_bytes"));
-		if (tc_get(l, "pool_free_bytes"))
-			snprintf(pfree, sizeof(pfree), "%llu", (unsigned long long)tc_getu(l, "pool_free_bytes"));
-		printf("%-44s %4llu %-7s %14llu %6llu %-3s %14s %14s %-5s  %s\n", tc_gets(l, "target"),
-		       (unsigned long long)tc_getu(l, "lun"), tc_gets(l, "backstore"),
-		       (unsigned long long)tc_getu(l, "size_bytes"), (unsigned long long)tc_getu(l, "block_size"),
-		       json_object_get_boolean(tc_get(l, "read_only")) ? "yes" : "no", alloc, pfree,
-		       tc_get(l, "zero_detect") ? tc_gets(l, "zero_detect") : "-",
-		       tc_get(l, "path") ? tc_gets(l, "path") : "-");
-	}
-}
-
-static void show_sessions(struct json_object *r)
-{
-	if (!json_object_array_length(r))
-		printf("no sessions\n");
-	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		struct json_object *s = json_object_array_get_idx(r, i), *c = tc_get(s, "connections");
-		struct json_object *p = tc_get(s, "parameters");
-
-		printf("%s  ISID %s  TSIH %llu\n", tc_gets(s, "initiator"), tc_gets(s, "isid"),
-		       (unsigned long long)tc_getu(s, "tsih"));
-		printf("  target: %s\n", tc_get(s, "target") ? tc_gets(s, "target") : "(discovery)");
-		for (size_t k = 0; c && k < json_object_array_length(c); k++) {
-			struct json_object *x = json_object_array_get_idx(c, k);
-
-			printf("  connection %llu: %s -> portal %s, tpgt %llu\n",
-			       (unsigned long long)tc_getu(x, "cid"), tc_gets(x, "peer"), tc_gets(x, "portal"),
-			       (unsigned long long)tc_getu(x, "tpgt"));
-		}
-		printf("  parameters:");
-		json_object_object_foreach(p, key, val)
-			printf(" %s=%s", key, json_object_get_string(val));
-		printf("\n  statistics: %llu commands (%llu not GOOD), %llu bytes in, %llu bytes out\n",
-		       (unsigned long long)tc_getu(s, "statistics.commands"),
-		       (unsigned long long)tc_getu(s, "statistics.not_good"),
-		       (unsigned long long)tc_getu(s, "statistics.data_in_bytes"),
-		       (unsigned long long)tc_getu(s, "statistics.data_out_bytes"));
-	}
-}
-
-static void show_lat(struct json_object *l, const char *cls)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "latency.%s", cls);
-	if (!tc_getu(l, strcat(path, ".count")))
-		return;
-	snprintf(path, sizeof(path), "latency.%s", cls);
-	{
-		struct json_object *o = tc_get(l, path);
-
-		printf("  latency %-5s  n=%llu  avg %.1f us  p50 %.1f us  p99 %.1f us\n", cls,
-		       (unsigned long long)tc_getu(o, "count"),
-		       json_object_get_double(tc_get(o, "sum_us")) / (double)tc_getu(o, "count"),
-		       json_object_get_double(tc_get(o, "p50_us")), json_object_get_double(tc_get(o, "p99_us")));
-	}
-}
-
-static void show_stats(struct json_object *r)
-{
-	struct json_object *luns = tc_get(r, "luns");
-
-	for (size_t i = 0; luns && i < json_object_array_length(luns); i++) {
-		struct json_object *l = json_object_array_get_idx(luns, i), *ops = tc_get(l, "commands.by_opcode");
-		struct json_object *sk = tc_get(l, "sense_keys"), *st = tc_get(l, "status");
-
-		printf("%s LUN %llu\n", tc_gets(l, "target"), (unsigned long long)tc_getu(l, "lun"));
-		printf("  commands       %llu\n", (unsigned long long)tc_getu(l, "commands.total"));
-		for (size_t k = 0; ops && k < json_object_array_length(ops); k++) {
-			struct json_object *o = json_object_array_get_idx(ops, k);
-
-			printf("    %-36s %llu\n", tc_gets(o, "name"), (unsigned long long)tc_getu(o, "count"));
-		}
-		printf("  status        ");
-		json_object_object_foreach(st, key, val)
-			if (json_object_get_int64(val))
-				printf(" %s=%s", key, json_object_get_string(val));
-		printf("\n  sense keys    ");
-		json_object_object_foreach(sk, key2, val2)
-			printf(" %s=%s", key2, json_object_get_string(val2));
-		printf("\n  read           %llu commands, %llu bytes\n",
-		       (unsigned long long)tc_getu(l, "read.commands"), (unsigned long long)tc_getu(l, "read.bytes"));
-		printf("  write          %llu commands, %llu bytes\n",
-		       (unsigned long long)tc_getu(l, "write.commands"), (unsigned long long)tc_getu(l, "write.bytes"));
-		show_lat(l, "read");
-		show_lat(l, "write");
-		show_lat(l, "vaai");
-		printf("  ATS            %llu success, %llu miscompare\n",
-		       (unsigned long long)tc_getu(l, "vaai.compare_and_write.success"),
-		       (unsigned long long)tc_getu(l, "vaai.compare_and_write.miscompare"));
-		printf("  XCOPY          %llu commands, %llu segments, %llu bytes\n",
-		       (unsigned long long)tc_getu(l, "vaai.extended_copy.commands"),
-		       (unsigned long long)tc_getu(l, "vaai.extended_copy.segments"),
-		       (unsigned long long)tc_getu(l, "vaai.extended_copy.bytes"));
-		printf("  WRITE SAME     %llu commands, %llu blocks\n",
-		       (unsigned long long)tc_getu(l, "vaai.write_same.commands"),
-		       (unsigned long long)tc_getu(l, "vaai.write_same.blocks"));
-		printf("  UNMAP          %llu commands, %llu blocks\n",
-		       (unsigned long long)tc_getu(l, "vaai.unmap.commands"),
-		       (unsigned long long)tc_getu(l, "vaai.unmap.blocks"));
-		printf("  reservations   %llu reserve, %llu release, %llu conflicts\n",
-		       (unsigned long long)tc_getu(l, "reservations.reserve"),
-		       (unsigned long long)tc_getu(l, "reservations.release"),
-		       (unsigned long long)tc_getu(l, "reservations.conflicts.total"));
-		printf("  aborts         %llu, unit attentions %llu\n",
-		       (unsigned long long)tc_getu(l, "task_management.aborts"),
-		       (unsigned long long)tc_getu(l, "unit_attentions"));
-	}
-}
-
-/* ---- top ---------------------------------------------------------------- */
-
-struct top_row {
-	char key[300];
-	uint64_t cmds, bytes, ats, mis, xcopy, conflicts;
-	uint64_t lat[SCSI_STATS_LAT_BUCKETS];
-};
-
-static struct termios saved_tio;
-static bool tio_saved;
-
-static void tty_restore(void)
-{
-	if (tio_saved)
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
-	tio_saved = false;
-	if (isatty(STDOUT_FILENO))
-		fputs("\033[?25h", stdout);   /* cursor back */
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	tty_restore();
-	_exit(0);
-}
-
-static void row_from(struct json_object *l, struct top_row *r)
-{
-	static const char *const cls[] = { "read", "write", "vaai" };
-
-	snprintf(r->key, sizeof(r->key), "%s/%llu", tc_gets(l, "target"), (unsigned long long)tc_getu(l, "lun"));
-	r->cmds = tc_getu(l, "commands.total");
-	r->bytes = tc_getu(l, "read.bytes") + tc_getu(l, "write.bytes");
-	r->ats = tc_getu(l, "vaai.compare_and_write.success") + tc_getu(l, "vaai.compare_and_write.miscompare");
-	r->mis = tc_getu(l, "vaai.compare_and_write.miscompare");
-	r->xcopy = tc_getu(l, "vaai.extended_copy.bytes");
-	r->conflicts = tc_getu(l, "reservations.conflicts.total");
-	memset(r->lat, 0, sizeof(r->lat));
-	for (unsigned c = 0; c < 3; c++) {
-		char path[32];
-		struct json_object *b;
-
-		snprintf(path, sizeof(path), "latency.%s.buckets", cls[c]);
-		b = tc_get(l, path);
-		for (size_t i = 0; b && i < json_object_array_length(b) && i < SCSI_STATS_LAT_BUCKETS; i++)
-			r->lat[i] += tc_getu(json_object_array_get_idx(b, i), "count");
-	}
-}
-
-static int cmd_top(double interval, long count)
-{
-	struct top_row *prev = NULL, *cur = NULL;
-	size_t n_prev = 0;
-	double t_prev = 0;
-	bool tty = isatty(STDIN_FILENO);
-
-	if (tty) {
-		struct termios t;
-
-		tcgetattr(STDIN_FILENO, &saved_tio);
-		tio_saved = true;
-		t = saved_tio;
-		t.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
-		t.c_cc[VMIN] = 0;
-		t.c_cc[VTIME] = 0;
-		tcsetattr(STDIN_FILENO, TCSANOW, &t);
-		atexit(tty_restore);
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
-	}
-	for (long iter = 0; count <= 0 || iter < count; iter++) {
-		struct json_object *rep = tc_request("stats", NULL, -1);
-		struct json_object *res = tc_result(rep), *luns = tc_get(res, "luns");
-		double now = json_object_get_double(tc_get(res, "time"));
-		size_t n = luns ? json_object_array_length(luns) : 0;
-		double dt = t_prev ? now - t_prev : 0;
-		struct pollfd pf = { .fd = STDIN_FILENO, .events = POLLIN };
-		time_t wall = time(NULL);
-		char clock[16];
-
-		cur = calloc(n ? n : 1, sizeof(*cur));
-		if (!cur)
-			tc_die("out of memory");
-		for (size_t i = 0; i < n; i++)
-			row_from(json_object_array_get_idx(luns, i), &cur[i]);
-		strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&wall));
-		printf("\033[H\033[2J\033[?25l");
-		printf("\033[1mtargetd top\033[0m  %s  %zu LUNs  interval %.1fs  (q quits)\n\n", clock, n,
-		       interval);
-		printf("\033[7m%-40s %9s %9s %9s %9s %8s %8s %9s %9s\033[0m\n", "TARGET/LUN", "IOPS",
-		       "MB/s", "LAT p50", "LAT p99", "ATS/s", "MISC/s", "XCOPYMB/s", "CONFL/s");
-		for (size_t i = 0; i < n; i++) {
-			const struct top_row *p = NULL;
-			uint64_t dl[SCSI_STATS_LAT_BUCKETS];
-			const char *key = cur[i].key;
-			size_t kl = strlen(key);
-
-			for (size_t k = 0; k < n_prev; k++)
-				if (!strcmp(prev[k].key, cur[i].key))
-					p = &prev[k];
-			if (kl > 40)
-				key += kl - 40;
-			if (!p || dt <= 0) {
-				printf("%-40s %9s %9s %9s %9s %8s %8s %9s %9s\n", key, "-", "-", "-", "-", "-", "-",
-				       "-", "-");
-				continue;
-			}
-			for (unsigned b = 0; b < SCSI_STATS_LAT_BUCKETS; b++)
-				dl[b] = cur[i].lat[b] >= p->lat[b] ? cur[i].lat[b] - p->lat[b] : 0;
-#define RATE(f) ((double)(cur[i].f >= p->f ? cur[i].f - p->f : 0) / dt)
-			printf("%-40s %9.0f %9.2f %7.0fus %7.0fus %8.1f %8.1f %9.2f %9.1f\n", key, RATE(cmds),
-			       RATE(bytes) / 1e6, scsi_stats_quantile_us(dl, 0.5),
-			       scsi_stats_quantile_us(dl, 0.99), RATE(ats), RATE(mis), RATE(xcopy) / 1e6,
-			       RATE(conflicts));
-#undef RATE
-		}
-		fflush(stdout);
-		json_object_put(rep);
-		free(prev);
-		prev = cur;
-		n_prev = n;
-		t_prev = now;
-		if (count > 0 && iter + 1 >= count)
-			break;
-		/* wait for the next tick; q quits */
-		{
-			struct timespec t0, t1;
-			int left = (int)(interval * 1000);
-
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-			while (left > 0) {
-				int pr = poll(&pf, 1, left);
-				char ch;
-
-				if (pr > 0) {
-					ssize_t r = read(STDIN_FILENO, &ch, 1);
-
-					if (r == 0 && !tty)
-						pf.fd = -1;   /* stdin closed: just keep refreshing */
-					if (r == 1 && (ch == 'q' || ch == 'Q')) {
-						free(prev);
-						tty_restore();
-						putchar('\n');
-						return 0;
-					}
-				}
-				clock_gettime(CLOCK_MONOTONIC, &t1);
-				left = (int)(interval * 1000) -
-				       (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
-			}
-		}
-	}
-	free(prev);
-	tty_restore();
-	return 0;
-}
-
 /* ---- the commands ------------------------------------------------------- */
 
 /* argv[0] is the command's last word; options may come anywhere. */
@@ -578,22 +258,22 @@ int tc_show(const char *method, struct json_object *params, void (*human)(struct
 
 static int cli_status(int argc, char **argv)
 {
-	return tc_plain_args(argc, argv, 0, 0, "status") ?: tc_show("status", NULL, show_status);
+	return tc_plain_args(argc, argv, 0, 0, "status") ?: tc_show("status", NULL, tc_show_status);
 }
 
 static int cli_targets(int argc, char **argv)
 {
-	return tc_plain_args(argc, argv, 0, 0, "targets") ?: tc_show("targets", NULL, show_targets);
+	return tc_plain_args(argc, argv, 0, 0, "targets") ?: tc_show("targets", NULL, tc_show_targets);
 }
 
 static int cli_luns(int argc, char **argv)
 {
-	return tc_plain_args(argc, argv, 0, 0, "luns") ?: tc_show("luns", NULL, show_luns);
+	return tc_plain_args(argc, argv, 0, 0, "luns") ?: tc_show("luns", NULL, tc_show_luns);
 }
 
 static int cli_sessions(int argc, char **argv)
 {
-	return tc_plain_args(argc, argv, 0, 0, "sessions") ?: tc_show("sessions", NULL, show_sessions);
+	return tc_plain_args(argc, argv, 0, 0, "sessions") ?: tc_show("sessions", NULL, tc_show_sessions);
 }
 
 static void show_reset(struct json_object *r)
@@ -630,7 +310,7 @@ static int cli_stats(int argc, char **argv)
 		else if (reset)
 			show_reset(res);
 		else
-			show_stats(res);
+			tc_show_stats(res);
 		json_object_put(rep);
 	}
 	return 0;
@@ -669,7 +349,7 @@ static int cli_top(int argc, char **argv)
 	}
 	if (optind < argc)
 		return tc_usage_error("usage: targetctl top [-d SECONDS] [-n COUNT]");
-	return cmd_top(interval, count);
+	return tc_top(interval, count);
 }
 
 static void show_reload(struct json_object *r)

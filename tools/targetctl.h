@@ -1,12 +1,14 @@
 /*
- * targetctl's modules: targetctl.c (the connection, the command table,
- * the questions and top), targetctl_admin.c (the commands that change
- * what the daemon serves). Shared helpers below.
+ * targetctl's modules: targetctl.c (the connection, the command table),
+ * targetctl_show.c (what the questions print, top), targetctl_admin.c
+ * (the commands that change what the daemon serves). Shared helpers
+ * below.
  */
 #ifndef TOOLS_TARGETCTL_H
 #define TOOLS_TARGETCTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
 
@@ -32,6 +34,15 @@ int tc_show(const char *method, struct json_object *params, void (*human)(struct
 int tc_plain_args(int argc, char **argv, int min, int max, const char *usage);
 /* A LUN number 0..255, or -1 after a usage message. */
 int tc_lun_arg(const char *s);
+
+/* targetctl_show.c: what the questions print; top. */
+const char *tc_size(uint64_t bytes, char *buf, size_t cap);
+void tc_show_status(struct json_object *r);
+void tc_show_targets(struct json_object *r);
+void tc_show_luns(struct json_object *r);
+void tc_show_sessions(struct json_object *r);
+void tc_show_stats(struct json_object *r);
+int tc_top(double interval, long count);
 
 /* targetctl_admin.c: argv[0] is the command's last word. */
 int tc_target_add(int argc, char **argv);
