@@ -791,19 +791,20 @@ static const struct conf_field conf_chap_fields[] = {
 	{ "mutual_secret", CONF_K_FUNC, 0, 0, 0, conf_chap_mutual_secret },
 };
 
-static void conf_target_chap(struct conf_ctx *x, const config_setting_t *s, const char *key,
-			     void *obj)
+/* A chap group (a target's chap, or discovery_chap) into *out. */
+static void conf_chap_group(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			    struct conf_chap **out)
 {
-	struct conf_target *t = obj;
 	const config_setting_t *user, *secret, *muser, *msecret;
 	struct conf_chap *ch;
 	char k[CONF_KEY_MAX];
 
 	if (!conf_is_group(s)) {
-		conf_err(x, s, key, "must be a group: chap = { user = ...; secret = ...; };");
+		conf_err(x, s, key, "must be a group: %s = { user = ...; secret = ...; };",
+			 strrchr(key, '.') ? strrchr(key, '.') + 1 : key);
 		return;
 	}
-	ch = t->chap = conf_xcalloc(1, sizeof(*ch));
+	ch = *out = conf_xcalloc(1, sizeof(*ch));
 	conf_walk(x, s, key, conf_chap_fields, ARRAY_SIZE(conf_chap_fields), ch);
 
 	user = config_setting_get_member(s, "user");
@@ -830,6 +831,20 @@ static void conf_target_chap(struct conf_ctx *x, const config_setting_t *s, cons
 		conf_key(k, key, "mutual_secret");
 		conf_err(x, msecret, k, "must differ from secret");
 	}
+}
+
+static void conf_target_chap(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			     void *obj)
+{
+	conf_chap_group(x, s, key, &((struct conf_target *)obj)->chap);
+}
+
+static void conf_root_discovery_chap(struct conf_ctx *x, const config_setting_t *s,
+				     const char *key, void *obj)
+{
+	struct conf *c = obj;
+
+	conf_chap_group(x, s, key, &c->discovery_chap);
 }
 
 static void conf_target_luns(struct conf_ctx *x, const config_setting_t *s, const char *key,
@@ -1290,6 +1305,7 @@ static const struct conf_field conf_root_fields[] = {
 	{ "pool_soft_threshold", CONF_K_FUNC, 0, 0, 0, conf_root_pool_threshold },
 	{ "portal_groups", CONF_K_FUNC, 0, 0, 0, conf_root_portal_groups },
 	{ "targets", CONF_K_FUNC, 0, 0, 0, conf_root_targets },
+	{ "discovery_chap", CONF_K_FUNC, 0, 0, 0, conf_root_discovery_chap },
 #define LIM(f) offsetof(struct conf, limits.f)
 	{ "max_connections", CONF_K_UINT, LIM(max_connections), 1, 1000000, NULL },
 	{ "max_connections_per_target", CONF_K_UINT, LIM(max_connections_per_target), 1, 1000000, NULL },
@@ -1718,6 +1734,7 @@ void conf_free(struct conf *c)
 		free(t->luns);
 	}
 	free(c->targets);
+	conf_chap_free(c->discovery_chap);
 	free(c->file);
 	free(c->state_dir);
 	free(c->control_socket);

@@ -10,9 +10,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONF_DEFAULT_FILE "/etc/targetd/targetd.conf"
-#define CONF_DEFAULT_STATE_DIR "/var/lib/targetd"
-#define CONF_DEFAULT_CONTROL_SOCKET "/run/targetd/control.sock"
+/* The defaults follow configure's directories (--sysconfdir,
+ * --localstatedir, --runstatedir; Makefile.am passes them). */
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#ifndef LOCALSTATEDIR
+#define LOCALSTATEDIR "/var"
+#endif
+#ifndef RUNSTATEDIR
+#define RUNSTATEDIR "/run"
+#endif
+#define CONF_DEFAULT_FILE SYSCONFDIR "/targetd/targetd.conf"
+#define CONF_DEFAULT_STATE_DIR LOCALSTATEDIR "/lib/targetd"
+#define CONF_DEFAULT_CONTROL_SOCKET RUNSTATEDIR "/targetd/control.sock"
 #define CONF_DEFAULT_IQN "iqn.2026-11.org.targetd:default"
 #define CONF_DEFAULT_PORT "3260"
 
@@ -125,6 +136,8 @@ struct conf {
 	unsigned n_targets;
 	unsigned pool_soft_threshold; /* percent of a file LUN's file system used
 	                               * that warns thin LUNs (06/38/07); 0 = none */
+
+	struct conf_chap *discovery_chap; /* discovery sessions authenticate (NULL: no) */
 	char *metrics_listen;   /* "address:port" of the metrics endpoint; NULL = off */
 	char *http_listen;      /* "address:port" of the dashboard; NULL = off */
 	struct conf_portal_group *portal_groups; /* ALUA states per tpgt; groups not

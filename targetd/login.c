@@ -332,8 +332,11 @@ static uint16_t login_first_request(struct iscsi_login *l, const struct login_pd
 		*why = "no InitiatorName";
 		return ISCSI_LOGIN_MISSING_PARAM;
 	}
-	if (l->discovery)
+	if (l->discovery) {
+		/* discovery_chap: discovery sessions authenticate too */
+		l->auth_needed = __atomic_load_n(&target_runtime->discovery_auth.chap, __ATOMIC_ACQUIRE);
 		return ISCSI_LOGIN_OK;
+	}
 	if (!pdu->target_name) {
 		*why = "no TargetName";
 		return ISCSI_LOGIN_MISSING_PARAM;
@@ -400,7 +403,7 @@ static int chap_offer(struct iscsi_login *l, const char *algs, struct iscsi_text
 static uint16_t chap_answer_mutual(struct iscsi_login *l, const char *ci, const char *cc,
 				   struct iscsi_text *resp, const char **why)
 {
-	struct iscsi_target *t = l->target;
+	struct iscsi_target *t = l->target ? l->target : &target_runtime->discovery_auth;
 	uint8_t chal[CHAP_MAX_BINARY], rsp[CHAP_MD5_LEN];
 	char hex[2 * CHAP_MD5_LEN + 3];
 	char *end;
@@ -439,7 +442,7 @@ static uint16_t chap_answer_mutual(struct iscsi_login *l, const char *ci, const 
 static uint16_t chap_verify(struct iscsi_login *l, const struct login_pdu *pdu,
 			    struct iscsi_text *resp, const char **why)
 {
-	struct iscsi_target *t = l->target;
+	struct iscsi_target *t = l->target ? l->target : &target_runtime->discovery_auth;
 	uint8_t got[CHAP_MAX_BINARY], want[CHAP_MD5_LEN];
 	uint16_t st;
 	int len;

@@ -678,6 +678,16 @@ static void apply_targets(const struct conf *nc, const char *why, struct reload_
 				  KV_S("by", why));
 		}
 	}
+	if (!chap_equal(conf_running->discovery_chap, nc->discovery_chap)) {
+		const struct conf_target pseudo = { .chap = nc->discovery_chap };
+
+		set_target_auth(&target_runtime->discovery_auth, &pseudo, stale);
+		rep_add(rep, "discovery CHAP %s (new discovery logins)",
+			nc->discovery_chap ? "settings changed" : "turned off");
+		log_event(LOG_LVL_INFO, "chap_changed", KV_S("target", "discovery"),
+			  KV_S("chap", nc->discovery_chap ? (nc->discovery_chap->mutual_user ? "mutual"
+							     : "one-way") : "off"), KV_S("by", why));
+	}
 	target_acl_unlock();
 	for (unsigned i = 0; i < target_runtime->n_targets; i++) {
 		struct iscsi_target *t = &target_runtime->targets[i];

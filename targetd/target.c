@@ -154,7 +154,11 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 
 	rc = backstore_open(&bs, &bp, err, sizeof(err));
 	if (rc) {
-		log_err("target %s LUN %u: %s", t->iqn, cl->lun, err[0] ? err : strerror(-rc));
+		log_err("target %s LUN %u: %s%s", t->iqn, cl->lun, err[0] ? err : strerror(-rc),
+			rc == -EROFS && getenv("INVOCATION_ID")
+				? " (under systemd the unit's ProtectSystem=strict makes it read-only: "
+				  "add its directory to ReadWritePaths= with `systemctl edit targetd`)"
+				: "");
 		return -1;
 	}
 	if (bs->size < bp.block_size) {
@@ -232,6 +236,15 @@ int target_runtime_build(struct targetd_runtime *r, struct conf *c)
 	r->limits.allow_crc32c = true;
 	r->limits.require_crc32c = false;
 
+	if (c->discovery_chap) {
+		struct iscsi_target *d = &r->discovery_auth;
+
+		d->chap = true;
+		d->chap_user = xstrdup(c->discovery_chap->user);
+		d->chap_secret = xstrdup(c->discovery_chap->secret);
+		d->chap_mutual_user = xstrdup(c->discovery_chap->mutual_user);
+		d->chap_mutual_secret = xstrdup(c->discovery_chap->mutual_secret);
+	}
 	target_pr_dir = c->state_dir;
 	target_pool_threshold = c->pool_soft_threshold;
 	pr_set_abort_handler(iscsi_pr_abort);
@@ -326,6 +339,10 @@ void target_runtime_free(struct targetd_runtime *r)
 	}
 	free(r->targets);
 	free(r->portals);
+	free(r->discovery_auth.chap_user);
+	free(r->discovery_auth.chap_secret);
+	free(r->discovery_auth.chap_mutual_user);
+	free(r->discovery_auth.chap_mutual_secret);
 	memset(r, 0, sizeof(*r));
 }
 

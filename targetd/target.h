@@ -51,6 +51,9 @@ struct targetd_runtime {
 	unsigned n_portals;      /* published with a release store (portal add appends) */
 	unsigned cap_portals;    /* slots allocated: portals never move */
 	struct iscsi_limits limits;
+	/* discovery_chap: the credentials of discovery sessions (only the
+	 * chap fields are used; reload swaps them like a target's) */
+	struct iscsi_target discovery_auth;
 	unsigned queue_depth;
 	unsigned nop_interval, nop_timeout, login_timeout;
 	struct conf_limits res;  /* resource limits (targetd/limits.h) */

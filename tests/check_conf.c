@@ -1156,7 +1156,7 @@ static const char *const example_keys[] = {
 	"listen", "tpgt", "threads", "state_dir", "control_socket", "queue_depth", "nop_interval",
 	"nop_timeout", "login_timeout", "max_recv_data_segment_length", "max_burst_length",
 	"first_burst_length", "immediate_data", "initial_r2t", "max_outstanding_r2t", "io_uring",
-	"metrics_listen", "targets", "iqn", "alias", "initiators", "chap", "user", "secret",
+	"metrics_listen", "discovery_chap", "targets", "iqn", "alias", "initiators", "chap", "user", "secret",
 	"mutual_user", "mutual_secret", "luns", "lun", "backstore", "path", "size", "block_size",
 	"thin", "read_only", "removable", "sanitize", "direct", "offline", "serial", "vendor",
 	"product",

@@ -208,7 +208,8 @@ struct json_object *tc_result(struct json_object *rep)
 
 void tc_print_json(struct json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+						   JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* ---- the commands ------------------------------------------------------- */

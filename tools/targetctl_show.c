@@ -423,7 +423,17 @@ static void top_screen(const struct top_row *cur, size_t n, const struct top_row
 		snprintf(v[1], sizeof(v[1]), "%.2f", RATE(bytes) / 1e6);
 		snprintf(v[2], sizeof(v[2]), "%.0fus", scsi_stats_quantile_us(dl, 0.5));
 		snprintf(v[3], sizeof(v[3]), "%.0fus", scsi_stats_quantile_us(dl, 0.99));
-		snprintf(v[4], sizeof(v[4]), "%.0fus", scsi_stats_quantile_us(db, 0.99));
+		{
+			uint64_t nbs = 0;
+
+			for (unsigned b = 0; b < SCSI_STATS_LAT_BUCKETS; b++)
+				nbs += db[b];
+			/* no backstore request (reads from the page cache): say so */
+			if (nbs)
+				snprintf(v[4], sizeof(v[4]), "%.0fus", scsi_stats_quantile_us(db, 0.99));
+			else
+				snprintf(v[4], sizeof(v[4]), "-");
+		}
 		snprintf(v[5], sizeof(v[5]), "%.1f", RATE(ats));
 		snprintf(v[6], sizeof(v[6]), "%.1f", RATE(mis));
 		snprintf(v[7], sizeof(v[7]), "%.2f", RATE(xcopy) / 1e6);
