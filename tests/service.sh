@@ -19,11 +19,16 @@ td_need_cmd make iscsi-ls python3
 T=$TD_TMP
 ROOT=$T/root
 
-eval "$(make -s --no-print-directory -C "$BUILDDIR" print-install-dirs)" || { td_log "ERROR: make print-install-dirs"; exit 99; }
+# where make install puts things (make check exports them)
+for v in sbindir sysconfdir localstatedir runstatedir mandir systemdsystemunitdir; do
+	[ -n "${!v:-}" ] || { td_log "ERROR: \$$v is not set (run through make check)"; exit 99; }
+done
 
 case_install() {
 	local f
-	make -s -C "$BUILDDIR" install DESTDIR="$ROOT" >"$T/install.log" 2>&1 || { cat "$T/install.log"; return 1; }
+	# a make of its own, not a part of make check's (whose jobs run the tests)
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$BUILDDIR" \
+		install DESTDIR="$ROOT" >"$T/install.log" 2>&1 || { cat "$T/install.log"; return 1; }
 	for f in "$sbindir/targetd" "$sbindir/targetctl"; do
 		[ -x "$ROOT$f" ] || { echo "missing program $f"; return 1; }
 	done
