@@ -107,4 +107,15 @@ void conf_walk(struct conf_ctx *x, const config_setting_t *grp, const char *pref
 bool conf_is_group(const config_setting_t *s);
 bool conf_is_seq(const config_setting_t *s);
 
+/* ---- fault.c: the `faults` lists (targetd-faults(7)) --------------- */
+
+/* A `faults` list of a target (lun < 0) or of a LUN (conf/fault.c). */
+struct conf_fault;
+void conf_parse_faults(struct conf_ctx *x, const config_setting_t *s, const char *key,
+		       bool in_lun, struct conf_fault **out, unsigned *n_out);
+/* The LUNs a target's rules name exist (after the target is read). */
+struct conf_target;
+void conf_check_fault_luns(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
+			   const struct conf_target *t);
+
 #endif

@@ -28,6 +28,7 @@
 
 #include "conf/conf_int.h"
 #include "conf/config.h"
+#include "conf/fault.h"
 #include "common/util.h"
 
 #define CONF_CHAP_SECRET_MIN 12   /* RFC 7143 9.2.1: at least 96 bits */
@@ -85,6 +86,14 @@ static void conf_lun_size(struct conf_ctx *x, const config_setting_t *s, const c
 		return;
 	}
 	l->size = v;
+}
+
+static void conf_lun_faults(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			    void *obj)
+{
+	struct conf_lun *l = obj;
+
+	conf_parse_faults(x, s, key, true, &l->faults, &l->n_faults);
 }
 
 static void conf_lun_block_size(struct conf_ctx *x, const config_setting_t *s, const char *key,
@@ -187,6 +196,7 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "serial", CONF_K_ASCII, offsetof(struct conf_lun, serial), 0, 32, NULL },
 	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
 	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
+	{ "faults", CONF_K_FUNC, 0, 0, 0, conf_lun_faults },
 };
 
 /* A file LUN: the file exists (regular, readable, writable unless read-only)
@@ -313,6 +323,8 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 		conf_err(x, config_setting_get_member(g, "soft_threshold"), key,
 			 "needs thin = true (a thick LUN holds all its space from the start)");
 	}
+	for (unsigned i = 0; i < l->n_faults; i++)
+		l->faults[i].spec.lun = (int)l->lun;
 	if (!l->backstore)
 		return;   /* nothing more can be said */
 
@@ -594,12 +606,21 @@ static void conf_target_luns(struct conf_ctx *x, const config_setting_t *s, cons
 	}
 }
 
+static void conf_target_faults(struct conf_ctx *x, const config_setting_t *s, const char *key,
+			       void *obj)
+{
+	struct conf_target *t = obj;
+
+	conf_parse_faults(x, s, key, false, &t->faults, &t->n_faults);
+}
+
 static const struct conf_field conf_target_fields[] = {
 	{ "iqn", CONF_K_FUNC, 0, 0, 0, conf_target_iqn },
 	{ "alias", CONF_K_FUNC, 0, 0, 0, conf_target_alias },
 	{ "initiators", CONF_K_FUNC, 0, 0, 0, conf_target_initiators },
 	{ "chap", CONF_K_FUNC, 0, 0, 0, conf_target_chap },
 	{ "luns", CONF_K_FUNC, 0, 0, 0, conf_target_luns },
+	{ "faults", CONF_K_FUNC, 0, 0, 0, conf_target_faults },
 };
 
 static void conf_parse_target(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
@@ -617,6 +638,7 @@ static void conf_parse_target(struct conf_ctx *x, const config_setting_t *g, con
 		conf_key(key, prefix, "luns");
 		conf_err(x, g, key, "missing (a list of LUNs; luns = ( ); for none yet)");
 	}
+	conf_check_fault_luns(x, g, prefix, t);
 }
 
 /* Two LUNs on one file or device would corrupt each other. */

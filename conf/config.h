@@ -46,6 +46,8 @@ static inline uint64_t conf_space_bytes(const struct conf_space *s, uint64_t lun
 /* conf_lun.zero_detect: "off", "on" (zero in place), "unmap" (deallocate) */
 enum { CONF_ZD_OFF = 0, CONF_ZD_ON, CONF_ZD_UNMAP };
 
+struct conf_fault;   /* conf/fault.h */
+
 struct conf_lun {
 	unsigned lun;
 	char *backstore;        /* "file", "block", "memory" */
@@ -63,6 +65,8 @@ struct conf_lun {
 
 	bool offline;           /* media access answers NOT READY (targetctl lun offline) */
 	char *serial, *vendor, *product;  /* NULL = derived */
+	struct conf_fault *faults;        /* fault-injection rules (targetd-faults(7)) */
+	unsigned n_faults;
 	int line;
 };
 
@@ -75,6 +79,8 @@ struct conf_target {
 	struct conf_chap *chap; /* NULL = no CHAP */
 	struct conf_lun *luns;
 	unsigned n_luns;
+	struct conf_fault *faults;  /* rules of the target's connections, or of all its LUNs */
+	unsigned n_faults;
 	int line;
 };
 

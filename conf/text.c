@@ -139,8 +139,10 @@ void conf_free(struct conf *c)
 			free(l->serial);
 			free(l->vendor);
 			free(l->product);
+			free(l->faults);
 		}
 		free(t->luns);
+		free(t->faults);
 	}
 	free(c->targets);
 	conf_chap_free(c->discovery_chap);

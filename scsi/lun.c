@@ -25,6 +25,7 @@
 #include "scsi/vaai.h"
 #include "scsi/stats.h"
 #include "scsi/histo.h"
+#include "scsi/fault.h"
 
 void scsi_mode_defaults(struct scsi_mode_state *m)
 {
@@ -188,6 +189,7 @@ void scsi_lun_destroy(struct scsi_lun *lun)
 {
 	if (!lun)
 		return;
+	scsi_fault_lun_free(lun);
 	scsi_stats_lun_free(lun);
 	xcopy_lun_fini(lun);
 	scsi_histo_lun_free(lun);

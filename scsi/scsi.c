@@ -34,6 +34,7 @@
 #include "scsi/stats.h"
 #include "scsi/histo.h"
 #include "scsi/space.h"
+#include "scsi/fault.h"
 
 void scsi_ua_code(enum scsi_ua ua, uint8_t *asc, uint8_t *ascq)
 {
@@ -276,6 +277,10 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	if (r)
 		goto fail;
 	/* after parse: the command is valid and fully described */
+	/* the after-parse seam of fault injection (scsi/fault.h) */
+	if (unlikely(lun && atomic_load_explicit(&lun->faults, memory_order_relaxed) != NULL) &&
+	    (r = scsi_fault_parse(cmd)) != SR_OK)
+		goto fail;
 	scsi_histo_arrive(cmd);   /* workload histograms: the command as parsed */
 	return SR_OK;
 fail:
@@ -303,6 +308,9 @@ bool scsi_cmd_execute(struct scsi_cmd *cmd)
 		scsi_cmd_set_result(cmd, SR_OK);
 		return false;
 	}
+	/* the before-backstore seam of fault injection: latency, stalls */
+	if (unlikely(cmd->xfault & SCSI_FAULT_X_HOLD) && scsi_fault_hold(cmd))
+		return true;
 	r = cmd->execute(cmd);
 	if (r == SR_PENDING)
 		return true;

@@ -127,6 +127,8 @@ enum sense_reason {
 	SR_COPY_ABORTED,                /* 00/00 (EXTENDED COPY segment error) */
 	/* UNIT ATTENTION: produced by the UA machinery, one per ua_bit */
 	SR_UA,
+	/* fault injection: the sense a rule gives (cmd->fault_key, ua_asc, ua_ascq) */
+	SR_FAULT_SENSE,
 	SR__COUNT
 };
 
@@ -159,6 +161,7 @@ struct xcopy_job;
 struct scsi_lun_stats;        /* scsi/stats.c */
 struct scsi_lun_histo;        /* scsi/histo.c */
 struct alua_target;           /* scsi/alua.c */
+struct scsi_fault_set;       /* scsi/fault.c */
 
 /* One I_T nexus (an iSCSI session). Owned by the transport. */
 struct scsi_nexus {
@@ -289,6 +292,7 @@ struct scsi_lun {
 	struct pr_lun *priv_pr;       /* reservations (scsi/pr.c) */
 	struct scsi_lun_stats *priv_stats; /* statistics (scsi/stats.c) */
 	struct scsi_lun_histo *priv_histo; /* workload histograms (scsi/histo.c) */
+	_Atomic(struct scsi_fault_set *) faults; /* armed fault rules, NULL: none (scsi/fault.h) */
 };
 
 /* A SCSI target device: its LUNs and its I_T nexuses. */
@@ -431,6 +435,11 @@ struct scsi_cmd {
 	uint8_t stats_flags;            /* scsi/stats.h SCSI_STATS_* */
 	uint8_t histo_sets;             /* scsi/histo.h: the sets that counted it */
 	_Atomic bool aborted;           /* set by task management */
+
+	/* Fault injection (scsi/fault.h), decided at parse; zero when none. */
+	uint8_t xfault;                 /* SCSI_FAULT_X_* */
+	uint8_t fault_key;              /* SR_FAULT_SENSE: the sense key */
+	uint64_t fault_ns;              /* hold: delay, or stall timeout (0: none) */
 };
 
 /* Bytes of buffer the transport must give the command (after parsing).

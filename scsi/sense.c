@@ -56,6 +56,8 @@ static const struct sense_entry sense_table[SR__COUNT] = {
 	[SR_OPERATION_IN_PROGRESS] = { CC, SK_ILLEGAL_REQUEST, 0x00, 0x16 },
 	[SR_INITIATOR_RESPONSE_TIMEOUT] = { CC, SK_ABORTED_COMMAND, 0x4b, 0x06 },
 	[SR_INVALID_MESSAGE] = { CC, SK_ILLEGAL_REQUEST, 0x49, 0x00 },
+	/* key/ASC/ASCQ from the command (cmd->fault_key, ua_asc, ua_ascq) */
+	[SR_FAULT_SENSE] = { CC, SK_HARDWARE_ERROR, 0x44, 0x00 },
 };
 #undef CC
 
@@ -117,13 +119,15 @@ uint8_t scsi_sense_fill(uint8_t *out, size_t cap, const struct scsi_cmd *cmd,
 	uint8_t key, asc, ascq, sks[3];
 	bool has_sks, info = cmd->info_valid &&
 		(r == SR_MISCOMPARE_VERIFY || r == SR_READ_ERROR || r == SR_WRITE_ERROR ||
-		 r == SR_LBA_OUT_OF_RANGE);
+		 r == SR_LBA_OUT_OF_RANGE || r == SR_FAULT_SENSE);
 	size_t len;
 
 	scsi_reason_info(r, NULL, &key, &asc, &ascq);
-	if (r == SR_UA) {
+	if (r == SR_UA || r == SR_FAULT_SENSE) {
 		asc = cmd->ua_asc;
 		ascq = cmd->ua_ascq;
+		if (r == SR_FAULT_SENSE)
+			key = cmd->fault_key;
 	}
 	has_sks = sense_sks(cmd, r, sks);
 	memset(buf, 0, sizeof(buf));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include "scsi/scsi_int.h"
 #include "scsi/space.h"
+#include "scsi/fault.h"
 #include "scsi/vaai.h"
 
 /* SPC-4 6.4.2 version descriptors */
@@ -357,7 +358,7 @@ static enum sense_reason spc_exec_rsoc(struct scsi_cmd *cmd)
 		off = 4;
 		for (i = 0; i < scsi_opcodes_count; i++) {
 			op = scsi_opcodes[i];
-			if (!scsi_op_available(op, cmd->lun))
+			if (!scsi_op_offered(op, cmd->lun))
 				continue;
 			d[off] = op->opcode;
 			put_be16(d + off + 2, op->has_sa ? op->service_action : 0);
@@ -388,7 +389,7 @@ static enum sense_reason spc_exec_rsoc(struct scsi_cmd *cmd)
 	default:
 		return scsi_invalid_cdb(cmd, 2, 2);
 	}
-	if (!scsi_op_available(op, cmd->lun)) {
+	if (!scsi_op_offered(op, cmd->lun)) {
 		d[1] = 0x01;                  /* SUPPORT 001b: not supported */
 		off = 4;
 	} else {

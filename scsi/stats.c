@@ -538,6 +538,14 @@ void scsi_stats_ua(struct scsi_lun *lun)
 		cnt_add(&w, CNT(ua), 1);
 }
 
+void scsi_stats_fault(struct scsi_lun *lun)
+{
+	struct stats_w w;
+
+	if (stats_writer(lun, &w))
+		cnt_add(&w, CNT(faults), 1);
+}
+
 /* ---- readers ------------------------------------------------------------ */
 
 static void stats_sum(const struct scsi_lun_stats *s, uint64_t *out)

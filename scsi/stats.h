@@ -112,6 +112,7 @@ struct scsi_stats_counters {
 	/* zero detection (scsi/space.c): writes of zeroes turned into
 	 * deallocation (zero_detect = "unmap") or zeroing in place ("on") */
 	uint64_t zero_detect_cmds, zero_detect_bytes;
+	uint64_t faults;                    /* fault injections (scsi/fault.h) */
 };
 
 /* Process-wide counters (not tied to a LUN). */
@@ -165,6 +166,8 @@ void scsi_stats_tmf(struct scsi_lun *lun, uint8_t function, uint8_t response);
 void scsi_stats_aborted(struct scsi_cmd *cmd);
 /* A unit attention was reported for this LUN. */
 void scsi_stats_ua(struct scsi_lun *lun);
+/* A fault was injected into a command of this LUN (or a rule took effect). */
+void scsi_stats_fault(struct scsi_lun *lun);
 
 /* Readers. */
 void scsi_stats_snapshot(struct scsi_lun *lun, struct scsi_stats_counters *out);

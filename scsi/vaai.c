@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <sys/uio.h>
 #include "scsi/vaai.h"
+#include "scsi/fault.h"
 #include "scsi/pr.h"
 #include "scsi/stats.h"
 #include "backstore/io_engine.h"
@@ -490,23 +491,31 @@ enum sense_reason vaai_parse_get_lba_status(struct scsi_cmd *cmd)
 void vaai_vpd_block_limits(const struct scsi_lun *lun, uint8_t *d)
 {
 	uint32_t gran = 1u << lun->lbppb_exp;          /* one physical block */
+	uint32_t gone = scsi_fault_withdrawn(lun);     /* fault injection: a lost VAAI */
 
-	d[5] = VAAI_CAW_MAX_BLOCKS;                    /* MAXIMUM COMPARE AND WRITE LENGTH */
-	if (vaai_lbp(lun)) {
+	if (!(gone & FAULT_CAP_CAW))
+		d[5] = VAAI_CAW_MAX_BLOCKS;            /* MAXIMUM COMPARE AND WRITE LENGTH */
+	if (vaai_lbp(lun) && !(gone & FAULT_CAP_UNMAP)) {
 		put_be32(d + 20, vaai_unmap_max_blocks(lun));   /* MAXIMUM UNMAP LBA COUNT */
 		put_be32(d + 24, VAAI_UNMAP_MAX_DESC);  /* MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT */
 		put_be32(d + 28, gran);                 /* OPTIMAL UNMAP GRANULARITY */
 		put_be32(d + 32, 0x80000000u);          /* UGAVALID, alignment 0 */
 	}
-	put_be64(d + 36, VAAI_WS_MAX_BLOCKS);          /* MAXIMUM WRITE SAME LENGTH */
+	if (!(gone & FAULT_CAP_WRITE_SAME))
+		put_be64(d + 36, VAAI_WS_MAX_BLOCKS);  /* MAXIMUM WRITE SAME LENGTH */
 }
 
 /* SBC-4 6.6.5 Logical Block Provisioning: the VAAI fields. */
 void vaai_vpd_lbp(const struct scsi_lun *lun, uint8_t *d)
 {
+	uint32_t gone = scsi_fault_withdrawn(lun);
+
 	if (!vaai_lbp(lun))
 		return;
-	d[5] = 0x80 | 0x40 | 0x20;                     /* LBPU, LBPWS, LBPWS10 */
+	if (!(gone & FAULT_CAP_UNMAP))
+		d[5] |= 0x80;                           /* LBPU */
+	if (!(gone & FAULT_CAP_WRITE_SAME))
+		d[5] |= 0x40 | 0x20;                    /* LBPWS, LBPWS10 */
 	if (lun->bs->discard_zeroes)
 		d[5] |= 0x04;                           /* LBPRZ 001b */
 }

@@ -31,6 +31,8 @@
 #include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/fault.h"
+#include "scsi/fault.h"
 #include "common/crc32c.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
@@ -281,6 +283,8 @@ static bool fill_task(struct iscsi_conn *c, struct iscsi_task *t, struct tx_slot
 			put_be32(h + 32, iscsi_session_max_cmdsn(s));
 		}
 		slot_layout(c, sl, (t->cmd.data_ptr ? t->cmd.data_ptr : t->cmd.buf) + t->tx_off, len);
+		if (unlikely(t->cmd.xfault & SCSI_FAULT_X_DIGEST))
+			fault_conn_digest(c, t, sl);
 		t->tx_off += len;
 		if (collapse) {
 			t->sent_status = true;
@@ -303,6 +307,8 @@ static bool fill_task(struct iscsi_conn *c, struct iscsi_task *t, struct tx_slot
 		put_be16(t->sense_seg, t->cmd.sense_len);
 		memcpy(t->sense_seg + 2, t->cmd.sense, t->cmd.sense_len);
 		slot_layout(c, sl, t->sense_seg, 2u + t->cmd.sense_len);
+		if (unlikely(t->cmd.xfault & SCSI_FAULT_X_DIGEST))
+			fault_conn_digest(c, t, sl);
 	} else {
 		slot_layout(c, sl, NULL, 0);
 	}
@@ -1116,6 +1122,8 @@ static void task_ready(struct iscsi_task *t)
 		iscsi_cmdsn_ready(t);   /* runs in CmdSN and task set order */
 		return;
 	}
+	if (unlikely(t->cmd.xfault & SCSI_FAULT_X_NO_R2T))
+		return;   /* fault injection: the data is never asked for */
 	/* Solicit what the unsolicited burst did not cover. */
 	if (t->unsol_done && t->r2t_sent_off < t->want &&
 	    t->r2t_outstanding < s->params.max_outstanding_r2t && !t->r2t_pending) {
@@ -1383,6 +1391,8 @@ static void conn_rx_pdu(struct iscsi_conn *c)
 	}
 	if (c->state != CONN_FULL)
 		return;   /* logging out: ignore anything else */
+	if (fault_conn_on() && fault_conn_rx(c))
+		return;   /* fault injection dropped the connection */
 	switch (op) {
 	case ISCSI_OP_SCSI_CMD:
 		rx_scsi_cmd_done(c);
@@ -1461,7 +1471,9 @@ void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now)
 	}
 	if (c->sess && c->state == CONN_FULL)
 		iscsi_conn_data_out_timer(c, now);
-	if (c->state != CONN_FULL || !target_runtime->nop_interval)
+	if (fault_conn_on() && !c->dead)
+		fault_conn_timer(c, now);   /* NOP-In storms, portals going down */
+	if (c->dead || c->state != CONN_FULL || !target_runtime->nop_interval)
 		return;
 	if (c->nop_outstanding) {
 		if (now - c->nop_sent_ms > (uint64_t)target_runtime->nop_timeout * 1000)

@@ -115,6 +115,13 @@ static const struct ctl_method methods[] = {
 	  "record commands into a trace file" },
 	{ "trace.stop", m_trace_stop, "", "stop the trace" },
 	{ "trace.status", m_trace_status, "", "the trace: file, records, drops" },
+	{ "fault.add", fault_add, "target lun? rule",
+	  "arm a fault-injection rule: rule is {KEY: VALUE, ...} (targetd-faults(7))" },
+	{ "fault.list", fault_list, "target? lun?", "the armed fault rules and their hit counts" },
+	{ "fault.stats", fault_stats, "target? lun?",
+	  "fault hit counts, commands held, faults injected per LUN" },
+	{ "fault.clear", fault_clear, "target? lun? id? name?",
+	  "disarm fault rules (all of the scope, or one by id or name)" },
 	{ "help", control_methods, "", "the methods and their parameters" },
 };
 

@@ -114,6 +114,12 @@ struct json_object *admin_session_close(struct json_object *p, struct ctl_err *e
 struct json_object *admin_config_show(struct json_object *p, struct ctl_err *err);
 struct json_object *admin_config_diff(struct json_object *p, struct ctl_err *err);
 
+/* fault_ctl.c: fault injection (targetd-faults(7)) */
+struct json_object *fault_add(struct json_object *p, struct ctl_err *err);
+struct json_object *fault_list(struct json_object *p, struct ctl_err *err);
+struct json_object *fault_stats(struct json_object *p, struct ctl_err *err);
+struct json_object *fault_clear(struct json_object *p, struct ctl_err *err);
+
 /* control.c: the method list (for "help"). */
 struct json_object *control_methods(struct json_object *p, struct ctl_err *err);
 

@@ -245,6 +245,7 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 			jadd(o, "space", spo);
 		}
 	}
+	jadd(o, "faults_injected", ju64(c->faults));
 	free(c);
 	return o;
 }

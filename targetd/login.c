@@ -43,6 +43,7 @@
 #include "targetd/chap.h"
 #include "targetd/conn.h"
 #include "targetd/control.h"
+#include "targetd/fault.h"
 #include "targetd/limits.h"
 #include "targetd/login.h"
 #include "targetd/net.h"
@@ -891,6 +892,9 @@ void iscsi_login_rx(struct iscsi_conn *c)
 		return;
 	}
 	st = iscsi_login_process(c->login, c->bhs, &pdu, &resp, &why);
+	if (!st && pdu.transit && pdu.nsg == ISCSI_STAGE_FULL_FEATURE && fault_conn_on() &&
+	    fault_conn_refuse_login(c, c->login->target, c->login->initiator, &st))
+		why = "refused by fault injection (targetd-faults(7))";
 	if (st)
 		login_fail(c, st, why);
 	else if (pdu.transit && pdu.nsg == ISCSI_STAGE_FULL_FEATURE)

@@ -38,6 +38,7 @@
 #include "targetd/conn.h"
 #include "targetd/http.h"
 #include "targetd/control.h"
+#include "targetd/fault.h"
 #include "targetd/histo_out.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
@@ -613,6 +614,7 @@ static void render(FILE *f)
 	render_hist(f, s, n, false);
 	render_hist(f, s, n, true);
 	render_workload(f, s, n);
+	fault_metrics(f);
 
 	scsi_stats_global_snapshot(&g);
 	family(f, "targetd_task_management_total", "counter",

@@ -38,6 +38,7 @@
 #include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/fault.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
@@ -466,6 +467,10 @@ static bool accept_portal(struct iscsi_portal *p, unsigned *next)
 			    errno != ECONNABORTED)
 				log_warn("accept on %s:%s: %m", p->host, p->port);
 			return true;
+		}
+		if (fault_conn_on() && fault_conn_refuse_accept(p)) {
+			close(fd);   /* fault injection: the portal is down */
+			continue;
 		}
 		if (target_runtime->res.max_connections && limit_conn_count() >= target_runtime->res.max_connections) {
 			close(fd);

@@ -49,6 +49,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/control.h"
+#include "targetd/fault.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
@@ -154,7 +155,8 @@ static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b
 	       a->hard_limit.bytes == b->hard_limit.bytes && a->hard_limit.pct == b->hard_limit.pct &&
 	       a->soft_threshold.bytes == b->soft_threshold.bytes &&
 	       a->soft_threshold.pct == b->soft_threshold.pct && str_eq(a->serial, b->serial) &&
-	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product);
+	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product) &&
+	       fault_config_equal(a, b);
 }
 
 static bool acl_equal(const struct conf_target *a, const struct conf_target *b)

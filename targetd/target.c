@@ -12,6 +12,7 @@
 #include "backstore/backstore.h"
 #include "scsi/pr.h"
 #include "targetd/conn.h"
+#include "targetd/fault.h"
 #include "targetd/target.h"
 
 struct targetd_runtime *target_runtime;
@@ -202,6 +203,11 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		backstore_close(bs);
 		return -1;
 	}
+	if (fault_config_lun(t, lun, cl)) {   /* its `faults` (targetd-faults(7)) */
+		scsi_lun_destroy(lun);
+		backstore_close(bs);
+		return -1;
+	}
 	*out = lun;
 	return 0;
 }
@@ -300,6 +306,8 @@ int target_add(struct targetd_runtime *r, const struct conf_target *ct)
 		for (unsigned k = 0; k < ct->n_luns; k++)
 			if (target_lun_build(t, &ct->luns[k]))
 				return -1;
+		if (fault_config_target(t, ct))
+			return -1;
 	}
 	return 0;
 }

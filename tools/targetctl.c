@@ -446,6 +446,14 @@ static const struct cli_cmd commands[] = {
 	{ "histo", NULL, "[on|off|reset] [TARGET] LUN [--initiator NAME]",
 	  "workload histograms of a LUN (a text chart)", cli_histo },
 	{ "trace", NULL, "start|stop|status|dump ...", "command traces (targetctl(8))", cli_trace },
+	{ "fault", "add", "TARGET [LUN] KEY=VALUE...", "arm a fault-injection rule (targetd-faults(7))",
+	  tc_fault_add },
+	{ "fault", "list", "[TARGET [LUN]]", "the armed fault rules, their hit counts",
+	  tc_fault_list },
+	{ "fault", "stats", "[TARGET [LUN]]", "fault hit counts, commands held, faults per LUN",
+	  tc_fault_stats },
+	{ "fault", "clear", "[TARGET [LUN]] [ID | name=NAME | all]",
+	  "disarm fault rules (all of the scope by default)", tc_fault_clear },
 	{ "methods", NULL, "", "the daemon's control methods (JSON-RPC)", cli_methods },
 };
 
@@ -467,7 +475,7 @@ static void usage(FILE *f)
 		   "  -j, --json          print the daemon's JSON answer (errors too, on stdout)\n"
 		   "  -h, --help          this help\n"
 		   "Exit status: 0 done, 1 error (daemon unreachable or said no), 2 usage.\n"
-		   "See targetctl(8).\n");
+		   "See targetctl(8) and, for fault, targetd-faults(7).\n");
 }
 
 /* Take the global options out of argv wherever they are (before or after

@@ -1,8 +1,8 @@
 /*
  * targetctl's modules: targetctl.c (the connection, the command table),
  * targetctl_show.c (what the questions print, top), targetctl_admin.c
- * (the commands that change what the daemon serves). Shared helpers
- * below.
+ * (the commands that change what the daemon serves), targetctl_fault.c
+ * (fault injection). Shared helpers below.
  */
 #ifndef TOOLS_TARGETCTL_H
 #define TOOLS_TARGETCTL_H
@@ -35,7 +35,23 @@ int tc_plain_args(int argc, char **argv, int min, int max, const char *usage);
 /* A LUN number 0..255, or -1 after a usage message. */
 int tc_lun_arg(const char *s);
 
-/* targetctl_show.c: what the questions print; top. */
+/* targetctl_show.c: tables through libsmartcols (they fit the terminal;
+ * plain text when stdout is not one), what the questions print; top. */
+struct libscols_table;
+struct libscols_line;
+struct tc_col {
+	const char *name;
+	double whint;      /* libsmartcols width hint */
+	int flags;         /* SCOLS_FL_* */
+};
+struct libscols_table *tc_table(const struct tc_col *cols, size_t n);
+struct libscols_line *tc_row(struct libscols_table *tb);
+/* A cell's text ("-" for NULL or empty). */
+void tc_cell(struct libscols_line *ln, size_t col, const char *s);
+void tc_cellf(struct libscols_line *ln, size_t col, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Print the table and free it. */
+void tc_print_table(struct libscols_table *tb);
 const char *tc_size(uint64_t bytes, char *buf, size_t cap);
 void tc_show_status(struct json_object *r);
 void tc_show_targets(struct json_object *r);
@@ -60,5 +76,12 @@ int tc_portal_add(int argc, char **argv);
 int tc_portal_remove(int argc, char **argv);
 int tc_config_show(int argc, char **argv);
 int tc_config_diff(int argc, char **argv);
+
+/* targetctl_fault.c: fault injection (targetd-faults(7)); argv[0] is the
+ * command's last word. */
+int tc_fault_add(int argc, char **argv);
+int tc_fault_list(int argc, char **argv);
+int tc_fault_stats(int argc, char **argv);
+int tc_fault_clear(int argc, char **argv);
 
 #endif

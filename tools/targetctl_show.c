@@ -31,13 +31,7 @@
 
 /* ---- tables ---------------------------------------------------------------- */
 
-struct col {
-	const char *name;
-	double whint;
-	int flags;
-};
-
-static struct libscols_table *table(const struct col *cols, size_t n)
+struct libscols_table *tc_table(const struct tc_col *cols, size_t n)
 {
 	struct libscols_table *tb = scols_new_table();
 
@@ -51,7 +45,7 @@ static struct libscols_table *table(const struct col *cols, size_t n)
 	return tb;
 }
 
-static struct libscols_line *row(struct libscols_table *tb)
+struct libscols_line *tc_row(struct libscols_table *tb)
 {
 	struct libscols_line *ln = scols_table_new_line(tb, NULL);
 
@@ -60,14 +54,12 @@ static struct libscols_line *row(struct libscols_table *tb)
 	return ln;
 }
 
-static void cell(struct libscols_line *ln, size_t col, const char *s)
+void tc_cell(struct libscols_line *ln, size_t col, const char *s)
 {
 	scols_line_set_data(ln, col, s && *s ? s : "-");
 }
 
-static void cellf(struct libscols_line *ln, size_t col, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void cellf(struct libscols_line *ln, size_t col, const char *fmt, ...)
+void tc_cellf(struct libscols_line *ln, size_t col, const char *fmt, ...)
 {
 	char buf[256];
 	va_list ap;
@@ -78,7 +70,7 @@ static void cellf(struct libscols_line *ln, size_t col, const char *fmt, ...)
 	scols_line_set_data(ln, col, buf);
 }
 
-static void print_table(struct libscols_table *tb)
+void tc_print_table(struct libscols_table *tb)
 {
 	scols_print_table(tb);
 	scols_unref_table(tb);
@@ -124,16 +116,16 @@ void tc_show_status(struct json_object *r)
 
 void tc_show_targets(struct json_object *r)
 {
-	static const struct col cols[] = {
+	static const struct tc_col cols[] = {
 		{ "TARGET", 0, 0 }, { "ALIAS", 0.1, SCOLS_FL_TRUNC }, { "LUNS", 0, 0 },
 		{ "INITIATORS", 0.3, SCOLS_FL_WRAP }, { "CHAP", 0, 0 },
 	};
-	struct libscols_table *tb = table(cols, sizeof(cols) / sizeof(cols[0]));
+	struct libscols_table *tb = tc_table(cols, sizeof(cols) / sizeof(cols[0]));
 
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
 		struct json_object *t = json_object_array_get_idx(r, i), *l = tc_get(t, "luns"),
 				   *a = tc_get(t, "initiators");
-		struct libscols_line *ln = row(tb);
+		struct libscols_line *ln = tc_row(tb);
 		char luns[1024] = "", ini[4096] = "";
 		size_t o = 0;
 
@@ -144,51 +136,51 @@ void tc_show_targets(struct json_object *r)
 		for (size_t k = 0; a && k < json_object_array_length(a) && o + 230 < sizeof(ini); k++)
 			o += (size_t)snprintf(ini + o, sizeof(ini) - o, "%s%s", k ? " " : "",
 					      json_object_get_string(json_object_array_get_idx(a, k)));
-		cell(ln, 0, tc_gets(t, "iqn"));
-		cell(ln, 1, tc_gets(t, "alias"));
-		cell(ln, 2, luns[0] ? luns : "none");
-		cell(ln, 3, a ? (ini[0] ? ini : "nobody") : "any");
-		cell(ln, 4, json_object_get_boolean(tc_get(t, "chap")) ? "yes" : "no");
+		tc_cell(ln, 0, tc_gets(t, "iqn"));
+		tc_cell(ln, 1, tc_gets(t, "alias"));
+		tc_cell(ln, 2, luns[0] ? luns : "none");
+		tc_cell(ln, 3, a ? (ini[0] ? ini : "nobody") : "any");
+		tc_cell(ln, 4, json_object_get_boolean(tc_get(t, "chap")) ? "yes" : "no");
 	}
-	print_table(tb);
+	tc_print_table(tb);
 }
 
 void tc_show_luns(struct json_object *r)
 {
-	static const struct col cols[] = {
+	static const struct tc_col cols[] = {
 		{ "TARGET", 0, 0 }, { "LUN", 0, SCOLS_FL_RIGHT }, { "STORE", 0, 0 },
 		{ "SIZE", 0, SCOLS_FL_RIGHT }, { "BLOCK", 0, SCOLS_FL_RIGHT }, { "RO", 0, 0 },
 		{ "STATE", 0, 0 }, { "ALLOCATED", 0, SCOLS_FL_RIGHT }, { "POOL FREE", 0, SCOLS_FL_RIGHT },
 		{ "ZERO", 0, 0 }, { "PATH", 0.3, SCOLS_FL_TRUNC },
 	};
-	struct libscols_table *tb = table(cols, sizeof(cols) / sizeof(cols[0]));
+	struct libscols_table *tb = tc_table(cols, sizeof(cols) / sizeof(cols[0]));
 	char sz[32], al[32], pf[32];
 
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
 		struct json_object *l = json_object_array_get_idx(r, i);
-		struct libscols_line *ln = row(tb);
+		struct libscols_line *ln = tc_row(tb);
 
-		cell(ln, 0, tc_gets(l, "target"));
-		cellf(ln, 1, "%llu", (unsigned long long)tc_getu(l, "lun"));
-		cell(ln, 2, tc_gets(l, "backstore"));
-		cell(ln, 3, tc_size(tc_getu(l, "size_bytes"), sz, sizeof(sz)));
-		cellf(ln, 4, "%llu", (unsigned long long)tc_getu(l, "block_size"));
-		cell(ln, 5, json_object_get_boolean(tc_get(l, "read_only")) ? "yes" : "no");
-		cell(ln, 6, json_object_get_boolean(tc_get(l, "offline")) ? "offline" : "online");
+		tc_cell(ln, 0, tc_gets(l, "target"));
+		tc_cellf(ln, 1, "%llu", (unsigned long long)tc_getu(l, "lun"));
+		tc_cell(ln, 2, tc_gets(l, "backstore"));
+		tc_cell(ln, 3, tc_size(tc_getu(l, "size_bytes"), sz, sizeof(sz)));
+		tc_cellf(ln, 4, "%llu", (unsigned long long)tc_getu(l, "block_size"));
+		tc_cell(ln, 5, json_object_get_boolean(tc_get(l, "read_only")) ? "yes" : "no");
+		tc_cell(ln, 6, json_object_get_boolean(tc_get(l, "offline")) ? "offline" : "online");
 		/* space: what the LUN holds, what its pool has left */
-		cell(ln, 7, tc_get(l, "allocated_bytes")
+		tc_cell(ln, 7, tc_get(l, "allocated_bytes")
 				    ? tc_size(tc_getu(l, "allocated_bytes"), al, sizeof(al)) : "-");
-		cell(ln, 8, tc_get(l, "pool_free_bytes")
+		tc_cell(ln, 8, tc_get(l, "pool_free_bytes")
 				    ? tc_size(tc_getu(l, "pool_free_bytes"), pf, sizeof(pf)) : "-");
-		cell(ln, 9, tc_get(l, "zero_detect") ? tc_gets(l, "zero_detect") : "-");
-		cell(ln, 10, tc_get(l, "path") ? tc_gets(l, "path") : "-");
+		tc_cell(ln, 9, tc_get(l, "zero_detect") ? tc_gets(l, "zero_detect") : "-");
+		tc_cell(ln, 10, tc_get(l, "path") ? tc_gets(l, "path") : "-");
 	}
-	print_table(tb);
+	tc_print_table(tb);
 }
 
 void tc_show_sessions(struct json_object *r)
 {
-	static const struct col cols[] = {
+	static const struct tc_col cols[] = {
 		{ "INITIATOR", 0, 0 }, { "TARGET", 0, 0 }, { "TSIH", 0, SCOLS_FL_RIGHT },
 		{ "ISID", 0, 0 }, { "CONN", 0, SCOLS_FL_RIGHT }, { "PEER", 0, 0 },
 		{ "DIGESTS", 0, 0 }, { "MAXBURST", 0, SCOLS_FL_RIGHT }, { "CMDS", 0, SCOLS_FL_RIGHT },
@@ -201,27 +193,27 @@ void tc_show_sessions(struct json_object *r)
 		printf("no sessions\n");
 		return;
 	}
-	tb = table(cols, sizeof(cols) / sizeof(cols[0]));
+	tb = tc_table(cols, sizeof(cols) / sizeof(cols[0]));
 	for (size_t i = 0; i < json_object_array_length(r); i++) {
 		struct json_object *s = json_object_array_get_idx(r, i), *c = tc_get(s, "connections");
 		struct json_object *c0 = c && json_object_array_length(c) ? json_object_array_get_idx(c, 0)
 									 : NULL;
-		struct libscols_line *ln = row(tb);
+		struct libscols_line *ln = tc_row(tb);
 
-		cell(ln, 0, tc_gets(s, "initiator"));
-		cell(ln, 1, tc_get(s, "target") ? tc_gets(s, "target") : "(discovery)");
-		cellf(ln, 2, "%llu", (unsigned long long)tc_getu(s, "tsih"));
-		cell(ln, 3, tc_gets(s, "isid"));
-		cellf(ln, 4, "%zu", c ? json_object_array_length(c) : (size_t)0);
-		cell(ln, 5, c0 ? tc_gets(c0, "peer") : "-");
-		cellf(ln, 6, "%s/%s", strcmp(tc_gets(s, "parameters.HeaderDigest"), "None") ? "H" : "-",
+		tc_cell(ln, 0, tc_gets(s, "initiator"));
+		tc_cell(ln, 1, tc_get(s, "target") ? tc_gets(s, "target") : "(discovery)");
+		tc_cellf(ln, 2, "%llu", (unsigned long long)tc_getu(s, "tsih"));
+		tc_cell(ln, 3, tc_gets(s, "isid"));
+		tc_cellf(ln, 4, "%zu", c ? json_object_array_length(c) : (size_t)0);
+		tc_cell(ln, 5, c0 ? tc_gets(c0, "peer") : "-");
+		tc_cellf(ln, 6, "%s/%s", strcmp(tc_gets(s, "parameters.HeaderDigest"), "None") ? "H" : "-",
 		      strcmp(tc_gets(s, "parameters.DataDigest"), "None") ? "D" : "-");
-		cell(ln, 7, tc_size(tc_getu(s, "parameters.MaxBurstLength"), a, sizeof(a)));
-		cellf(ln, 8, "%llu", (unsigned long long)tc_getu(s, "statistics.commands"));
-		cell(ln, 9, tc_size(tc_getu(s, "statistics.data_in_bytes"), a, sizeof(a)));
-		cell(ln, 10, tc_size(tc_getu(s, "statistics.data_out_bytes"), b, sizeof(b)));
+		tc_cell(ln, 7, tc_size(tc_getu(s, "parameters.MaxBurstLength"), a, sizeof(a)));
+		tc_cellf(ln, 8, "%llu", (unsigned long long)tc_getu(s, "statistics.commands"));
+		tc_cell(ln, 9, tc_size(tc_getu(s, "statistics.data_in_bytes"), a, sizeof(a)));
+		tc_cell(ln, 10, tc_size(tc_getu(s, "statistics.data_out_bytes"), b, sizeof(b)));
 	}
-	print_table(tb);
+	tc_print_table(tb);
 }
 
 /* ---- stats ------------------------------------------------------------------------- */
