@@ -57,7 +57,7 @@ enum fault_dist {
 
 struct fault_spec {
 	char name[FAULT_NAME_MAX];  /* label in statistics; "" = "rule<id>" */
-	char scenario[24];          /* the named scenario it came from, or "" */
+	char scenario[32];          /* the named scenario it came from, or "" */
 	int line;                   /* configuration line, 0 if none */
 
 	/* scope */

@@ -315,11 +315,15 @@ bool fault_conn_refuse_accept(const struct iscsi_portal *p)
 	for (unsigned i = 0; i < n_rules && !refuse; i++) {
 		struct fault_conn_rule *r = rules[i];
 
+		uint64_t nth;
+
 		if (portal_down(r, now) && portal_match(r, p)) {
 			atomic_fetch_add_explicit(&r->matched, 1, memory_order_relaxed);
+			if (!take(r, &nth))
+				continue;
 			refuse = true;
-			log_debug("fault %s: %s: connection to %s:%s refused", r->label, r->action, p->host,
-				  p->port);
+			log_debug("fault %s: %s: connection to %s:%s refused (injection %llu)", r->label, r->action,
+				  p->host, p->port, (unsigned long long)nth);
 		}
 	}
 	pthread_rwlock_unlock(&conn_lock);
