@@ -554,6 +554,17 @@ static void fault_log(const struct scsi_fault_rule *r, const struct scsi_cmd *cm
 			  (unsigned long long)nth);
 }
 
+enum sense_reason scsi_fault_refine(struct scsi_cmd *cmd, enum sense_reason r)
+{
+	const struct scsi_fault_set *set = set_load(cmd->lun);
+
+	if (r == SR_UA || r == SR_INVALID_OPCODE || !set || !(op_cap(cmd->cdb[0]) & set->withdrawn))
+		return r;
+	cmd->field_valid = false;
+	cmd->info_valid = false;
+	return SR_INVALID_OPCODE;
+}
+
 enum sense_reason scsi_fault_parse(struct scsi_cmd *cmd)
 {
 	const struct scsi_fault_set *set = set_load(cmd->lun);

@@ -113,6 +113,10 @@ bool scsi_fault_armed(struct scsi_lun *lun);
 /* After a successful parse, when lun->faults is set. SR_OK: run the
  * command (perhaps held or marked for the transport); else its answer. */
 enum sense_reason scsi_fault_parse(struct scsi_cmd *cmd);
+/* A command that failed parsing on a LUN with rules: INVALID COMMAND
+ * OPERATION CODE if its command was withdrawn (not for a unit attention),
+ * else r. */
+enum sense_reason scsi_fault_refine(struct scsi_cmd *cmd, enum sense_reason r);
 /* Before execute, when cmd->xfault asks for a hold: true if the command is
  * now PENDING (it runs, or ends aborted, when the hold is over);
  * scsi/fault_hold.c. */

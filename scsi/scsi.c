@@ -284,6 +284,9 @@ enum sense_reason scsi_cmd_parse(struct scsi_cmd *cmd)
 	scsi_histo_arrive(cmd);   /* workload histograms: the command as parsed */
 	return SR_OK;
 fail:
+	/* a withdrawn command is refused as one the LUN lacks, whatever its fields */
+	if (unlikely(lun && atomic_load_explicit(&lun->faults, memory_order_relaxed)))
+		r = scsi_fault_refine(cmd, r);
 	cmd->dir = SCSI_DIR_NONE;
 	cmd->xfer_len = 0;
 	scsi_cmd_set_result(cmd, r);

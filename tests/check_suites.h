@@ -26,5 +26,6 @@ Suite *atomic_suite(void);
 Suite *histo_suite(void);
 Suite *space_suite(void);
 Suite *log_suite(void);
+Suite *fault_suite(void);
 
 #endif
