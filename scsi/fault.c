@@ -335,6 +335,15 @@ void scsi_fault_lun_free(struct scsi_lun *lun)
 		return;
 	atomic_store(&lun->faults, NULL);
 	pthread_mutex_lock(&fault_lock);
+	for (unsigned i = 0; i < s->n; i++) {
+		struct scsi_fault_rule *r = s->r[i];
+
+		/* an ALUA switch armed through this LUN goes with it */
+		if (r->spec.action == FAULT_ALUA && r->alua_target && r->sets == 1) {
+			alua_set_state(r->alua_target, r->spec.alua_tpgt, (enum alua_state)r->alua_prev, NULL);
+			r->alua_target = NULL;
+		}
+	}
 	set_free_locked(s);
 	pthread_mutex_unlock(&fault_lock);
 }

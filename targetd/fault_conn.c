@@ -258,9 +258,16 @@ bool fault_conn_rx(struct iscsi_conn *c)
 	return true;
 }
 
+/* At most this much of a storm waits unsent on a connection that does not
+ * read (the resource limit of unsent responses when there is one). */
+#define NOP_STORM_BACKLOG (1u << 20)
+
 static void nop_storm(struct iscsi_conn *c, struct fault_conn_rule *r)
 {
-	for (uint32_t k = 0; k < r->spec.rate && !c->dead; k++) {
+	size_t cap = target_runtime->res.max_pending_tx_per_connection ? target_runtime->res.max_pending_tx_per_connection
+							   : NOP_STORM_BACKLOG;
+
+	for (uint32_t k = 0; k < r->spec.rate && !c->dead && c->tx_bytes < cap; k++) {
 		/* RFC 7143 11.19: TTT 0xffffffff, no answer asked for */
 		struct tx_pdu *p;
 		uint64_t nth;
