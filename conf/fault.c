@@ -30,7 +30,7 @@
 /* ---- operation codes ------------------------------------------------- */
 
 static const uint8_t op_read[] = { 0x08, 0x28, 0xa8, 0x88 };
-static const uint8_t op_write[] = { 0x0a, 0x2a, 0xaa, 0x8a, 0x2e, 0xae, 0x8e };
+static const uint8_t op_write[] = { 0x0a, 0x2a, 0xaa, 0x8a, 0x2e, 0xae, 0x8e, 0x9c };
 static const uint8_t op_caw[] = { 0x89 };
 static const uint8_t op_xcopy[] = { 0x83, 0x84 };
 static const uint8_t op_unmap[] = { 0x42 };
