@@ -415,11 +415,22 @@ static const struct {
 
 /* ---- the keys -------------------------------------------------------- */
 
+/* Every key of a rule: X(ENUM, name), the parser of each is k_name(). */
+#define FAULT_KEYS(X) \
+	X(NAME, name) X(SCENARIO, scenario) X(ACTION, action) X(LUN, lun) \
+	X(INITIATOR, initiator) X(PORTAL, portal) X(TPGT, tpgt) X(OP, op) \
+	X(LBA, lba) X(EVERY, every) X(PROBABILITY, probability) X(SEED, seed) \
+	X(COUNT, count) X(AFTER, after) X(DURATION, duration) X(AFTER_BYTES, after_bytes) \
+	X(SENSE, sense) X(INFO, info) X(OFFSET, offset) X(DELAY, delay) \
+	X(TIMEOUT, timeout) X(WHAT, what) X(SIZE, size) X(STATE, state) \
+	X(PDUS, pdus) X(RATE, rate) X(PERIOD, period) X(DOWN, down) \
+	X(LOGIN_STATUS, login_status)
+
 enum key_id {
-	K_NAME, K_SCENARIO, K_ACTION, K_LUN, K_INITIATOR, K_PORTAL, K_TPGT, K_OP, K_LBA,
-	K_EVERY, K_PROBABILITY, K_SEED, K_COUNT, K_AFTER, K_DURATION, K_AFTER_BYTES,
-	K_SENSE, K_INFO, K_OFFSET, K_DELAY, K_TIMEOUT, K_WHAT, K_SIZE, K_STATE, K_PDUS,
-	K_RATE, K_PERIOD, K_DOWN, K_LOGIN_STATUS, K__COUNT
+#define X(K, n) K_##K,
+	FAULT_KEYS(X)
+#undef X
+	K__COUNT
 };
 
 typedef int (*key_fn)(struct conf_fault *f, const char *v, char *err, size_t errlen);
@@ -744,35 +755,9 @@ static const struct {
 	const char *name;
 	key_fn fn;
 } keys[K__COUNT] = {
-	[K_NAME] = { "name", k_name },
-	[K_SCENARIO] = { "scenario", k_scenario },
-	[K_ACTION] = { "action", k_action },
-	[K_LUN] = { "lun", k_lun },
-	[K_INITIATOR] = { "initiator", k_initiator },
-	[K_PORTAL] = { "portal", k_portal },
-	[K_TPGT] = { "tpgt", k_tpgt },
-	[K_OP] = { "op", k_op },
-	[K_LBA] = { "lba", k_lba },
-	[K_EVERY] = { "every", k_every },
-	[K_PROBABILITY] = { "probability", k_probability },
-	[K_SEED] = { "seed", k_seed },
-	[K_COUNT] = { "count", k_count },
-	[K_AFTER] = { "after", k_after },
-	[K_DURATION] = { "duration", k_duration },
-	[K_AFTER_BYTES] = { "after_bytes", k_after_bytes },
-	[K_SENSE] = { "sense", k_sense },
-	[K_INFO] = { "info", k_info },
-	[K_OFFSET] = { "offset", k_offset },
-	[K_DELAY] = { "delay", k_delay },
-	[K_TIMEOUT] = { "timeout", k_timeout },
-	[K_WHAT] = { "what", k_what },
-	[K_SIZE] = { "size", k_size },
-	[K_STATE] = { "state", k_state },
-	[K_PDUS] = { "pdus", k_pdus },
-	[K_RATE] = { "rate", k_rate },
-	[K_PERIOD] = { "period", k_period },
-	[K_DOWN] = { "down", k_down },
-	[K_LOGIN_STATUS] = { "login_status", k_login_status },
+#define X(K, n) [K_##K] = { #n, k_##n },
+	FAULT_KEYS(X)
+#undef X
 };
 
 #define BIT(k) (1ull << (k))
@@ -1195,6 +1180,39 @@ static bool setting_text(const config_setting_t *m, char *buf, size_t len)
 	}
 }
 
+/* The walk of one rule's group (conf_walk, conf/parse.c): every key of
+ * the vocabulary has this one handler, which hands the value as text to
+ * conf_fault_set(); unknown keys are the walk's (with a suggestion). */
+struct fault_walk {
+	struct conf_fault *f;
+	bool in_lun;
+	bool ok;
+};
+
+static void conf_fault_key(struct conf_ctx *x, const config_setting_t *m, const char *key, void *obj)
+{
+	struct fault_walk *w = obj;
+	const char *name = config_setting_name(m);
+	char val[512], err[512];
+
+	if (w->in_lun && !strcmp(name, "lun")) {
+		conf_err(x, m, key, "a rule in a LUN's faults is that LUN's (leave lun out)");
+		w->ok = false;
+	} else if (!setting_text(m, val, sizeof(val))) {
+		conf_err(x, m, key, "must be a string or a number");
+		w->ok = false;
+	} else if (conf_fault_set(w->f, name, val, err, sizeof(err))) {
+		conf_err(x, m, key, "%s", err);
+		w->ok = false;
+	}
+}
+
+static const struct conf_field rule_fields[] = {
+#define X(K, n) { #n, CONF_K_FUNC, 0, 0, 0, conf_fault_key },
+	FAULT_KEYS(X)
+#undef X
+};
+
 void conf_parse_faults(struct conf_ctx *x, const config_setting_t *s, const char *key, bool in_lun,
 		       struct conf_fault **out, unsigned *n_out)
 {
@@ -1214,44 +1232,28 @@ void conf_parse_faults(struct conf_ctx *x, const config_setting_t *s, const char
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
 		struct conf_fault *f = &(*out)[*n_out];
-		char prefix[256], k[320], val[512], err[512];
+		char prefix[CONF_KEY_MAX], k[CONF_KEY_MAX], err[512];
 		const char *bad = NULL;
-		bool ok = true;
+		struct fault_walk w;
+		unsigned before;
 
-		snprintf(prefix, sizeof(prefix), "%s[%d]", key, i);
+		conf_keyf(prefix, "%s[%d]", key, i);
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
 			conf_err(x, g, prefix, "must be a group { action = \"...\"; ... }");
 			continue;
 		}
 		conf_fault_init(f);
 		f->spec.line = config_setting_source_line(g);
-		for (int j = 0; j < config_setting_length(g); j++) {
-			const config_setting_t *m = config_setting_get_elem(g, (unsigned)j);
-			const char *name = config_setting_name(m);
-
-			snprintf(k, sizeof(k), "%s.%s", prefix, name ? name : "?");
-			if (in_lun && name && !strcmp(name, "lun")) {
-				conf_err(x, m, k, "a rule in a LUN's faults is that LUN's (leave lun out)");
-				ok = false;
-				continue;
-			}
-			if (!setting_text(m, val, sizeof(val))) {
-				conf_err(x, m, k, "must be a string or a number");
-				ok = false;
-				continue;
-			}
-			if (!name || conf_fault_set(f, name, val, err, sizeof(err))) {
-				conf_err(x, m, k, "%s", name ? err : "unknown key");
-				ok = false;
-			}
-		}
-		if (!ok)
-			continue;
+		w = (struct fault_walk){ f, in_lun, true };
+		before = x->n_err;
+		conf_walk(x, g, prefix, rule_fields, ARRAY_SIZE(rule_fields), &w);
+		if (!w.ok || x->n_err != before)
+			continue;   /* said; the rule as a whole is not judged */
 		if (conf_fault_finish(f, err, sizeof(err), &bad)) {
 			const config_setting_t *m = bad ? config_setting_get_member(g, bad) : NULL;
 
 			if (bad)
-				snprintf(k, sizeof(k), "%s.%s", prefix, bad);
+				conf_key(k, prefix, bad);
 			conf_err(x, m ? m : g, bad ? k : prefix, "%s", err);
 			continue;
 		}
@@ -1277,13 +1279,13 @@ void conf_check_fault_luns(struct conf_ctx *x, const config_setting_t *g, const 
 	for (unsigned i = 0; fs && i < t->n_faults; i++) {
 		const struct fault_spec *s = &t->faults[i].spec;
 		bool found = s->lun < 0;
-		char k[320];
+		char k[CONF_KEY_MAX];
 
 		for (unsigned j = 0; !found && j < t->n_luns; j++)
 			found = (int)t->luns[j].lun == s->lun;
 		if (found)
 			continue;
-		snprintf(k, sizeof(k), "%s.faults", prefix);
+		conf_key(k, prefix, "faults");
 		conf_err(x, fs, k, "the rule at line %d names LUN %d, which this target does not have",
 			 s->line, s->lun);
 	}
