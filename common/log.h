@@ -44,6 +44,12 @@ void log_event_kv(int level, const char *event, const struct log_kv *kv, size_t 
 #define log_event(level, event, ...)                                                  \
 	log_event_kv(level, event, (const struct log_kv[]){ __VA_ARGS__ },            \
 		     sizeof((const struct log_kv[]){ __VA_ARGS__ }) / sizeof(struct log_kv))
+/* A debug event: its fields are not even built unless -v asked for them. */
+#define log_debug_event(event, ...)                                                   \
+	do {                                                                          \
+		if (__builtin_expect(log_level >= LOG_LVL_DEBUG, 0))                  \
+			log_event(LOG_LVL_DEBUG, event, __VA_ARGS__);                 \
+	} while (0)
 
 /* A sink replaces stderr/syslog for every message: line is what stderr
  * would show after "targetd: LEVEL: "; event and kv are set for events

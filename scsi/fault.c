@@ -275,8 +275,9 @@ int scsi_fault_add(struct scsi_lun *lun, struct scsi_fault_rule *r, struct scsi_
 	pthread_mutex_unlock(&fault_lock);
 	if (!fault_spec_per_command(&r->spec))
 		scsi_stats_fault(lun);   /* a state rule takes effect once */
-	log_info("fault injection: %s armed on %s LUN %u: %s", r->label, lun->target ? lun->target->name : "?",
-		 lun->id, r->text);
+	log_event(LOG_LVL_INFO, "fault_armed", KV_S("rule", r->label),
+		  KV_S("target", lun->target ? lun->target->name : NULL), KV_U("lun", lun->id),
+		  KV_S("spec", r->text));
 	return 0;
 }
 
@@ -312,8 +313,8 @@ unsigned scsi_fault_remove(struct scsi_lun *lun, bool (*match)(const struct scsi
 			alua_set_state(r->alua_target, r->spec.alua_tpgt, (enum alua_state)r->alua_prev, NULL);
 			r->alua_target = NULL;
 		}
-		log_info("fault injection: %s cleared on %s LUN %u", r->label,
-			 lun->target ? lun->target->name : "?", lun->id);
+		log_event(LOG_LVL_INFO, "fault_cleared", KV_S("rule", r->label),
+			  KV_S("target", lun->target ? lun->target->name : NULL), KV_U("lun", lun->id));
 	}
 	if (!gone) {
 		set_free_locked(s);
@@ -549,18 +550,19 @@ static enum sense_reason rule_act(const struct scsi_fault_rule *r, struct scsi_c
 static void fault_log(const struct scsi_fault_rule *r, const struct scsi_cmd *cmd, uint64_t n,
 		      uint64_t nth, uint64_t delay)
 {
-	const char *opname = cmd->op && cmd->op->name ? cmd->op->name : "?";
+	const char *opname = cmd->op && cmd->op->name ? cmd->op->name : NULL;
 
 	if (r->spec.action == FAULT_LATENCY)
-		log_debug("fault %s: %s %lluus on %s LBA %llu+%u LUN %u from %s (match %llu, injection %llu)",
-			  r->label, r->action, (unsigned long long)(delay / 1000), opname,
-			  (unsigned long long)cmd->lba, cmd->nblocks, cmd->lun->id, cmd->nexus->initiator_name,
-			  (unsigned long long)n, (unsigned long long)nth);
+		log_debug_event("fault_injected", KV_S("rule", r->label), KV_S("action", r->action),
+				KV_U("delay_us", delay / 1000), KV_S("op", opname), KV_U("lba", cmd->lba),
+				KV_U("blocks", cmd->nblocks), KV_U("lun", cmd->lun->id),
+				KV_S("initiator", cmd->nexus->initiator_name), KV_U("match", n),
+				KV_U("injection", nth));
 	else
-		log_debug("fault %s: %s on %s LBA %llu+%u LUN %u from %s (match %llu, injection %llu)",
-			  r->label, r->action, opname, (unsigned long long)cmd->lba, cmd->nblocks,
-			  cmd->lun->id, cmd->nexus->initiator_name, (unsigned long long)n,
-			  (unsigned long long)nth);
+		log_debug_event("fault_injected", KV_S("rule", r->label), KV_S("action", r->action),
+				KV_S("op", opname), KV_U("lba", cmd->lba), KV_U("blocks", cmd->nblocks),
+				KV_U("lun", cmd->lun->id), KV_S("initiator", cmd->nexus->initiator_name),
+				KV_U("match", n), KV_U("injection", nth));
 }
 
 enum sense_reason scsi_fault_refine(struct scsi_cmd *cmd, enum sense_reason r)

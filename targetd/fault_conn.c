@@ -112,7 +112,8 @@ unsigned fault_conn_add(struct iscsi_target *t, const struct fault_spec *s, unsi
 	rules[n_rules++] = r;
 	armed_update();
 	pthread_rwlock_unlock(&conn_lock);
-	log_info("fault injection: %s armed on %s: %s", r->label, t ? t->iqn : "every target", r->text);
+	log_event(LOG_LVL_INFO, "fault_armed", KV_S("rule", r->label), KV_S("target", t ? t->iqn : "any"),
+		  KV_S("spec", r->text));
 	return id;
 }
 
@@ -130,7 +131,7 @@ unsigned fault_conn_remove(bool (*match)(unsigned id, const char *label, const s
 			rules[k++] = r;
 			continue;
 		}
-		log_info("fault injection: %s cleared", r->label);
+		log_event(LOG_LVL_INFO, "fault_cleared", KV_S("rule", r->label));
 		free(r);   /* readers hold conn_lock: nobody still sees r */
 		gone++;
 	}
@@ -246,8 +247,8 @@ bool fault_conn_rx(struct iscsi_conn *c)
 		n = atomic_fetch_add_explicit(&r->matched, 1, memory_order_relaxed) + 1;
 		if (n % r->spec.pdus || !take(r, &nth))
 			continue;
-		log_debug("fault %s: %s on connection %s (PDU %llu, injection %llu)", r->label, r->action,
-			  c->peer, (unsigned long long)n, (unsigned long long)nth);
+		log_debug_event("fault_injected", KV_S("rule", r->label), KV_S("action", r->action),
+				KV_S("peer", c->peer), KV_U("pdu", n), KV_U("injection", nth));
 		snprintf(why, sizeof(why), "fault injection: %s after %u PDUs", r->label, r->spec.pdus);
 	}
 	pthread_rwlock_unlock(&conn_lock);
@@ -295,9 +296,10 @@ void fault_conn_timer(struct iscsi_conn *c, uint64_t now_ms)
 
 			atomic_fetch_add_explicit(&r->matched, 1, memory_order_relaxed);
 			if (take(r, &nth)) {
-				log_debug("fault %s: %s %s: connection %s closed (injection %llu)", r->label,
-					  r->action, r->spec.portal[0] ? r->spec.portal : "(every portal)", c->peer,
-					  (unsigned long long)nth);
+				log_debug_event("fault_injected", KV_S("rule", r->label),
+						KV_S("action", r->action),
+						KV_S("portal", r->spec.portal[0] ? r->spec.portal : "any"),
+						KV_S("peer", c->peer), KV_U("injection", nth));
 				down = r->label;
 			}
 		} else if (r->spec.action == FAULT_NOP_STORM && c->state == CONN_FULL && conn_match(r, c) &&
@@ -329,8 +331,8 @@ bool fault_conn_refuse_accept(const struct iscsi_portal *p)
 			if (!take(r, &nth))
 				continue;
 			refuse = true;
-			log_debug("fault %s: %s: connection to %s:%s refused (injection %llu)", r->label, r->action,
-				  p->host, p->port, (unsigned long long)nth);
+			log_debug_event("fault_injected", KV_S("rule", r->label), KV_S("action", r->action),
+					KV_S("host", p->host), KV_S("port", p->port), KV_U("injection", nth));
 		}
 	}
 	pthread_rwlock_unlock(&conn_lock);
@@ -354,8 +356,9 @@ bool fault_conn_refuse_login(struct iscsi_conn *c, const struct iscsi_target *t,
 		atomic_fetch_add_explicit(&r->matched, 1, memory_order_relaxed);
 		if (!take(r, &nth))
 			continue;
-		log_debug("fault %s: %s from %s (%s), status %#06x (injection %llu)", r->label, r->action,
-			  initiator, c->peer, r->spec.login_status, (unsigned long long)nth);
+		log_debug_event("fault_injected", KV_S("rule", r->label), KV_S("action", r->action),
+				KV_S("initiator", initiator), KV_S("peer", c->peer),
+				KV_X("status", r->spec.login_status), KV_U("injection", nth));
 		*status = r->spec.login_status;
 		refuse = true;
 	}
@@ -369,10 +372,12 @@ void fault_conn_digest(struct iscsi_conn *c, struct iscsi_task *t, struct tx_slo
 {
 	t->cmd.xfault &= (uint8_t)~SCSI_FAULT_X_DIGEST;   /* the first data PDU only */
 	if (!c->ddigest || sl->iovcnt < 3) {
-		log_debug("fault: corrupt-digest on ITT %#x: no data digest on connection %s", t->itt, c->peer);
+		log_debug_event("fault_not_injected", KV_S("action", "corrupt-digest"), KV_X("itt", t->itt),
+				KV_S("peer", c->peer), KV_S("why", "no data digest on the connection"));
 		return;
 	}
 	/* the digest is the last 4 bytes of the trailer (pad + CRC32C) */
 	((uint8_t *)sl->iov[2].iov_base)[sl->iov[2].iov_len - 1] ^= 0x5a;
-	log_debug("fault: data digest of ITT %#x spoiled on connection %s", t->itt, c->peer);
+	log_debug_event("fault_injected", KV_S("action", "corrupt-digest"), KV_X("itt", t->itt),
+			KV_S("peer", c->peer));
 }

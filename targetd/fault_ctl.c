@@ -717,15 +717,24 @@ struct metrics_ctx {
 	unsigned n;
 };
 
+/* targetd_faults_injected_total{target=IQN,rule=NAME,action=ACTION}: the
+ * action in snake_case like every label value of /metrics
+ * ("medium-error" -> "medium_error"); a connection rule of every target
+ * has no target label. */
 static void metric_sample(FILE *f, const char *iqn, const char *rule, const char *action,
 			  uint64_t v)
 {
-	fputs("targetd_faults_injected_total{target=\"", f);
-	put_label(f, iqn ? iqn : "");
-	fputs("\",rule=\"", f);
+	fputs("targetd_faults_injected_total{", f);
+	if (iqn && *iqn) {
+		fputs("target=\"", f);
+		put_label(f, iqn);
+		fputs("\",", f);
+	}
+	fputs("rule=\"", f);
 	put_label(f, rule);
 	fputs("\",action=\"", f);
-	put_label(f, action);
+	for (const char *a = action; *a; a++)
+		fputc(*a == '-' ? '_' : *a, f);
 	fprintf(f, "\"} %llu\n", (unsigned long long)v);
 }
 
@@ -733,18 +742,15 @@ static void metric_one(const struct scsi_fault_rule *r, void *arg)
 {
 	struct metrics_ctx *m = arg;
 	struct scsi_fault_counts c;
-	char action[64];
-	const char *a = strstr(scsi_fault_rule_text(r), "action=");
 
 	for (unsigned i = 0; i < m->n; i++)
 		if (m->ids[i] == scsi_fault_rule_id(r))
 			return;   /* a target-wide rule: once */
 	if (m->n < ARRAY_SIZE(m->ids))
 		m->ids[m->n++] = scsi_fault_rule_id(r);
-	snprintf(action, sizeof(action), "%s", a ? a + 7 : "?");
-	action[strcspn(action, " ")] = 0;
 	scsi_fault_rule_counts(r, &c);
-	metric_sample(m->f, m->iqn, scsi_fault_rule_label(r), action, c.injected);
+	metric_sample(m->f, m->iqn, scsi_fault_rule_label(r),
+		      conf_fault_action_name(scsi_fault_rule_spec(r)), c.injected);
 }
 
 static void metric_conn(unsigned id, const char *label, const char *text, const struct iscsi_target *t,
@@ -752,13 +758,13 @@ static void metric_conn(unsigned id, const char *label, const char *text, const 
 {
 	struct metrics_ctx *m = arg;
 	char action[64];
-	const char *a = strstr(text, "action=");
+	const char *a = strstr(text, "action=");   /* names hold no '=' */
 
 	(void)id;
 	(void)matched;
-	snprintf(action, sizeof(action), "%s", a ? a + 7 : "?");
+	snprintf(action, sizeof(action), "%s", a ? a + 7 : "unknown");
 	action[strcspn(action, " ")] = 0;
-	metric_sample(m->f, t ? t->iqn : "", label, action, injected);
+	metric_sample(m->f, t ? t->iqn : NULL, label, action, injected);
 }
 
 /* Called by metrics.c under reload_read_lock(). */

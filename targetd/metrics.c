@@ -334,6 +334,8 @@ static void render_counters(FILE *f, const struct lun_snap *s, unsigned n)
 	SIMPLE("targetd_release_total", release, "SPC-2 RELEASE commands that succeeded.");
 	SIMPLE("targetd_aborts_total", aborts, "Commands ended by task management.");
 	SIMPLE("targetd_unit_attentions_total", ua, "Unit attention conditions reported.");
+	SIMPLE("targetd_lun_faults_injected_total", faults,
+	       "Fault injections into the LUN's commands, and rules that changed its state (targetd-faults(7)).");
 #undef SIMPLE
 	family(f, "targetd_reservation_conflicts_total", "counter",
 	       "RESERVATION CONFLICT status returned (all operation codes).");

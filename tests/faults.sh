@@ -72,7 +72,8 @@ targets = ( { iqn = "$IQN-bad";
   luns = ( { lun = 0; backstore = "memory"; size = "1M";
     faults = ( { action = "medium-eror"; },
                { action = "latency"; lba = "9-1"; delay = "20ms"; },
-               { action = "latency"; }
+               { action = "latency"; },
+               { action = "busy"; evry = 3; }
     ); } ); } );
 EOF
 	if "$TARGETD" -f -c "$bad" >"$out" 2>&1; then
@@ -82,13 +83,41 @@ EOF
 	cat "$out"
 	grep -q "bad.conf:6: targets\[0\].luns\[0\].faults\[0\].action: \"medium-eror\" is not an action" "$out" &&
 		grep -q "bad.conf:7: targets\[0\].luns\[0\].faults\[1\].lba: \"9-1\" is not an LBA range" "$out" &&
-		grep -q "bad.conf:8: targets\[0\].luns\[0\].faults\[2\].delay: required by latency" "$out"
+		grep -q "bad.conf:8: targets\[0\].luns\[0\].faults\[2\].delay: required by latency" "$out" &&
+		grep -q "bad.conf:9: targets\[0\].luns\[0\].faults\[3\].evry: unknown key (did you mean every?)" "$out"
 }
 
 case_conf_rule() {
 	CTL fault list | tee "$T/list.txt" &&
 		grep -q "bad-sectors.*action=medium-error lun=2 op=read lba=100-199" "$T/list.txt" &&
 		FT expect "$U2" read 96 8 3/11/00@100 read 200 8 good write 150 1 good
+}
+
+# the control methods: a bad rule is a JSON-RPC error with a reason per key
+case_rpc_errors() {
+	CTL -j fault add "$IQN" 0 action=medium-eror lba=5-1 >"$T/rpc1.json" && return 1
+	CTL -j fault add "$IQN-nosuch" action=busy >"$T/rpc2.json" && return 1
+	CTL -j fault add "$IQN" 0 action=busy count=1 >"$T/rpc3.json" || return 1
+	CTL -j fault list "$IQN" 0 >"$T/rpc4.json" && CTL -j methods >"$T/rpc5.json" || return 1
+	CTL fault clear >/dev/null || return 1
+	python3 - "$T" <<'EOF' || return 1
+import json, sys
+d = sys.argv[1]
+e = json.load(open(d + "/rpc1.json"))
+assert e["code"] == 2 and e["message"].startswith("the rule was refused: action:"), e
+errs = e["data"]["errors"]
+assert any(x.startswith('action: "medium-eror" is not an action') for x in errs), errs
+assert any(x.startswith("lba: ") for x in errs), errs
+e = json.load(open(d + "/rpc2.json"))
+assert e["code"] == 1, e
+r = json.load(open(d + "/rpc3.json"))
+assert r["id"] > 0 and r["luns"] == [0] and "action=busy" in r["rule"], r
+l = json.load(open(d + "/rpc4.json"))
+assert [x["id"] for x in l] == [r["id"]] and l[0]["kind"] == "scsi", l
+m = {x["method"]: x["params"] for x in json.load(open(d + "/rpc5.json"))}
+assert m["fault.add"] == "target lun? rule" and "fault.clear" in m, m
+print("fault.add: code 2 with", len(errs), "reasons; code 1 for a missing target; armed", r["id"])
+EOF
 }
 
 # CHECK CONDITION with any sense, and the named ones
@@ -294,9 +323,12 @@ import json, re, sys
 st = json.load(open(sys.argv[1]))
 r = [x for x in st["rules"] if x["name"] == "counted"][0]
 assert r["matched"] == 4 and r["injected"] == 3, r
-m = re.search(r'^targetd_faults_injected_total\{target="[^"]+",rule="counted",action="medium-error"\} (\d+)$',
-              open(sys.argv[2]).read(), re.M)
+text = open(sys.argv[2]).read()
+m = re.search(r'^targetd_faults_injected_total\{target="[^"]+",rule="counted",action="medium_error"\} (\d+)$',
+              text, re.M)
 assert m and int(m.group(1)) == 3, "no targetd_faults_injected_total for rule counted = 3"
+m = re.search(r'^targetd_lun_faults_injected_total\{target="[^"]+",lun="0"\} (\d+)$', text, re.M)
+assert m and int(m.group(1)) >= 3, "no targetd_lun_faults_injected_total for LUN 0 >= 3"
 lun0 = [l for l in st["luns"] if l["lun"] == 0][0]
 assert lun0["faults_injected"] >= 3, lun0
 print("fault stats: counted matched 4, injected 3; /metrics agrees; LUN 0 faults_injected", lun0["faults_injected"])
@@ -322,14 +354,14 @@ EOF
 	start_daemon "$port" -v -c "$conf" || return 1
 	"$FTEST" seq "iscsi://127.0.0.1:$port/$IQN-det/0" 200 77 >"$T/det.client.$n" || return 1
 	stop_daemon || return 1
-	grep -o 'fault [a-z]*: .*' "$TD_DAEMON_LOG" >"$T/det.log.$n"
+	grep -o 'fault_injected .*' "$TD_DAEMON_LOG" >"$T/det.log.$n"
 }
 
 case_determinism() {
 	det_run 1 && det_run 2 || return 1
 	wc -l "$T/det.log.1" "$T/det.client.1"
-	[ -s "$T/det.log.1" ] && grep -q "fault flaky: medium-error" "$T/det.log.1" &&
-		grep -q "fault jitter: latency" "$T/det.log.1" &&
+	[ -s "$T/det.log.1" ] && grep -q "^fault_injected rule=flaky action=medium-error " "$T/det.log.1" &&
+		grep -q "^fault_injected rule=jitter action=latency delay_us=" "$T/det.log.1" &&
 		diff "$T/det.log.1" "$T/det.log.2" && diff "$T/det.client.1" "$T/det.client.2"
 }
 
@@ -337,6 +369,7 @@ run_test "configuration errors name FILE:LINE: key" case_conf_errors
 start_daemon "$P1" -v -c "$T/targetd.conf" || exit 1
 run_test "write the reference pattern" FT fill "$U" 0 2048 11
 run_test "a configured rule: medium error on LUN 2" case_conf_rule
+run_test "control methods: JSON-RPC errors for bad rules, --json" case_rpc_errors
 run_test "CHECK CONDITION: any sense, named ones, INFORMATION" case_sense
 run_test "medium error on a range: INFORMATION = first LBA, writes too" case_medium_error
 run_test "BUSY, TASK SET FULL, RESERVATION CONFLICT" case_status
