@@ -552,9 +552,9 @@ static bool rule_read(struct json_object *rule, int lun, struct conf_fault *f,
 static struct json_object *refuse(struct ctl_err *err, int code, struct json_object *errors)
 {
 	struct json_object *data = json_object_new_object();
-	const char *first = json_object_get_string(json_object_array_get_idx(errors, 0));
+	size_t n = json_object_array_length(errors);
 
-	ctl_fail(err, code, "the rule was refused: %s (targetd-faults(7))", first ? first : "?");
+	ctl_fail(err, code, "the rule was refused (%zu problem%s; targetd-faults(7)):", n, n == 1 ? "" : "s");
 	jadd(data, "errors", errors);
 	if (err->code == code && !err->data)
 		err->data = data;

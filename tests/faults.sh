@@ -104,7 +104,7 @@ case_rpc_errors() {
 import json, sys
 d = sys.argv[1]
 e = json.load(open(d + "/rpc1.json"))
-assert e["code"] == 2 and e["message"].startswith("the rule was refused: action:"), e
+assert e["code"] == 2 and e["message"].startswith("the rule was refused (2 problems"), e
 errs = e["data"]["errors"]
 assert any(x.startswith('action: "medium-eror" is not an action') for x in errs), errs
 assert any(x.startswith("lba: ") for x in errs), errs
