@@ -226,6 +226,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "targetd: %s\n", err);
 			conf_free(&conf);
 			free(text);
+			free(embedded_sock);
 			return 2;
 		}
 	}
@@ -236,6 +237,7 @@ int main(int argc, char **argv)
 		       bad ? " (with warnings: see above)" : "");
 		conf_free(&conf);
 		free(text);
+		free(embedded_sock);
 		return 0;
 	}
 
