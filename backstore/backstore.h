@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -109,6 +110,9 @@ struct backstore_ops {
 	int (*space)(struct backstore *bs, struct bs_space *out, unsigned what);
 	/* Zero-copy reads; optional (see backstore_zc_ptr()). */
 	const uint8_t *(*zc_ptr)(struct backstore *bs, uint64_t offset, uint64_t len);
+	/* Open the file at bs->path again in place of the one open; optional
+	 * (see backstore_reopen()). */
+	int (*reopen)(struct backstore *bs, uint64_t size, char *err, size_t cap);
 };
 
 #define BS_RESIZE_SHRINK 0x1u   /* resize: the caller was told to destroy data */
@@ -224,6 +228,45 @@ static inline int backstore_space(struct backstore *bs, struct bs_space *out, un
 	if (!bs->ops->space)
 		return -ENOTSUP;
 	return bs->ops->space(bs, out, what);
+}
+
+/* Whole-file clones (backstore/bs_clone.c; file backstores only). */
+#define BS_CLONE_COPY 0x1u      /* no reflink here: copy (holes stay holes) */
+struct bs_clone_result {
+	bool created;             /* path was created (and is kept on success) */
+	bool reflinked;           /* its blocks are shared with the source (FICLONE) */
+	uint64_t bytes;           /* bytes shared, or copied (data only, not holes) */
+};
+/*
+ * A new file at path (created O_EXCL with the source's mode and owner:
+ * never an existing file) holding the whole of bs's file as it is now,
+ * after an fdatasync of bs: its blocks shared by reflink (FICLONE) where
+ * the file system can, else, with BS_CLONE_COPY, copied (copy_file_range,
+ * data runs only: SEEK_DATA/SEEK_HOLE keep holes as holes). The new file
+ * and its directory are fsynced. The caller keeps bs's writers away
+ * meanwhile (scsi_lun_freeze()) for a point-in-time clone. 0, or -errno
+ * with the reason in err and nothing left behind: -EOPNOTSUPP where the
+ * file system cannot share blocks and BS_CLONE_COPY was not given (the
+ * message names the file system and --copy), -EEXIST where path exists.
+ */
+int backstore_clone(struct backstore *bs, const char *path, unsigned flags,
+		    struct bs_clone_result *res, char *err, size_t cap);
+
+/*
+ * The file at bs->path, replaced by rename (targetctl lun revert), takes
+ * the place of the one bs has open: the same descriptor (dup3), so the
+ * swap is atomic for the kernel, and bs->size becomes size (the file is
+ * at least that long). Nothing may be in flight on bs, and no zero-copy
+ * pointer may be in use (the mapping is made again). 0 or -errno with err;
+ * on failure bs is unchanged. -ENOTSUP for backstores that cannot.
+ */
+static inline int backstore_reopen(struct backstore *bs, uint64_t size, char *err, size_t cap)
+{
+	if (!bs->ops->reopen) {
+		snprintf(err, cap, "a %s backstore cannot be reopened", bs->ops->name);
+		return -ENOTSUP;
+	}
+	return bs->ops->reopen(bs, size, err, cap);
 }
 
 /* Request contract (every backstore):

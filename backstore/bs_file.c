@@ -284,6 +284,48 @@ static void bs_file_close(struct backstore *bs)
 	bs->fd = -1;
 }
 
+/* backstore_reopen(): the same flags as at open, the same descriptor. */
+static int bs_file_reopen(struct backstore *bs, uint64_t size, char *err, size_t cap)
+{
+	int flags = O_CLOEXEC | (bs->read_only ? O_RDONLY : O_RDWR) | (bs->direct ? O_DIRECT : 0);
+	const struct bs_params p = { .direct = bs->direct };
+	struct stat st;
+	int fd, e;
+
+	fd = bs_file_open_fd(bs->path, flags, false);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, cap, "%s: open: %s", bs->path, strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < size ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		e = errno ? errno : EINVAL;
+		snprintf(err, cap, "%s: not a regular file of at least %llu bytes", bs->path,
+			 (unsigned long long)size);
+		close(fd);
+		return -e;
+	}
+	if (bs->map_base)
+		munmap(bs->map_base, bs->map_len);
+	bs->map_base = NULL;
+	bs->map_len = 0;
+	bs_atomic_close(bs);
+	if (dup3(fd, bs->fd, O_CLOEXEC) < 0) {
+		e = errno;
+		snprintf(err, cap, "%s: dup3: %s", bs->path, strerror(e));
+		close(fd);
+		bs_file_map(bs, &p);
+		bs_atomic_probe_file(bs);
+		return -e;
+	}
+	close(fd);
+	atomic_store_explicit(&bs->size, size, memory_order_release);
+	bs_file_map(bs, &p);
+	bs_atomic_probe_file(bs);
+	return 0;
+}
+
 static int bs_file_lba_status(struct backstore *bs, uint64_t offset, uint64_t max_len,
 			      bool *mapped, uint64_t *run_len)
 {
@@ -439,4 +481,5 @@ const struct backstore_ops bs_file_ops = {
 	.resize = bs_file_resize,
 	.space = bs_file_space,
 	.zc_ptr = bs_file_zc_ptr,
+	.reopen = bs_file_reopen,
 };

@@ -177,6 +177,47 @@ static void conf_lun_soft_threshold(struct conf_ctx *x, const config_setting_t *
 	conf_get_space(x, s, key, &l->soft_threshold);
 }
 
+const char *conf_snapshot_name_error(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (!n)
+		return "is empty";
+	if (n > CONF_SNAPSHOT_NAME_MAX)
+		return "is longer than 64 characters";
+	if (v[0] == '.' || v[0] == '-')
+		return "must not start with '.' or '-'";
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("._+-", v[i]))
+			return "may hold only letters, digits and . _ + - (it becomes part of a file name)";
+	return NULL;
+}
+
+static void conf_lun_snapshot_of(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				 void *obj)
+{
+	struct conf_lun *l = obj;
+	unsigned v = 0;
+
+	if (conf_get_uint(x, s, key, 0, 255, &v))
+		l->snapshot_of = (int)v;
+}
+
+static void conf_lun_snapshot_name(struct conf_ctx *x, const config_setting_t *s, const char *key,
+				   void *obj)
+{
+	struct conf_lun *l = obj;
+	const char *v, *why;
+
+	if (!conf_get_string(x, s, key, &v))
+		return;
+	why = conf_snapshot_name_error(v);
+	if (why)
+		conf_err(x, s, key, "\"%s\" %s", v, why);
+	else
+		l->snapshot_name = conf_xstrdup(v);
+}
+
 static const struct conf_field conf_lun_fields[] = {
 	{ "lun", CONF_K_UINT, offsetof(struct conf_lun, lun), 0, 255, NULL },
 	{ "backstore", CONF_K_FUNC, 0, 0, 0, conf_lun_backstore },
@@ -197,6 +238,9 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "vendor", CONF_K_ASCII, offsetof(struct conf_lun, vendor), 0, 8, NULL },
 	{ "product", CONF_K_ASCII, offsetof(struct conf_lun, product), 0, 16, NULL },
 	{ "faults", CONF_K_FUNC, 0, 0, 0, conf_lun_faults },
+	{ "snapshot_of", CONF_K_FUNC, 0, 0, 0, conf_lun_snapshot_of },
+	{ "snapshot_name", CONF_K_FUNC, 0, 0, 0, conf_lun_snapshot_name },
+	{ "snapshot_time", CONF_K_ASCII, offsetof(struct conf_lun, snapshot_time), 0, 32, NULL },
 };
 
 /* A file LUN: the file exists (regular, readable, writable unless read-only)
@@ -288,6 +332,39 @@ static void conf_lun_check_block(struct conf_ctx *x, const config_setting_t *g, 
 			 l->path, strerror(errno));
 }
 
+/* A snapshot's own keys (the LUN it names is checked with the target's
+ * LUNs, conf_target_check_snapshots()). */
+static void conf_lun_check_snapshot(struct conf_ctx *x, const config_setting_t *g,
+				    const char *prefix, struct conf_lun *l)
+{
+	const config_setting_t *of = config_setting_get_member(g, "snapshot_of");
+	const config_setting_t *nm = config_setting_get_member(g, "snapshot_name");
+	char key[CONF_KEY_MAX];
+
+	if (!of && !nm) {
+		if (config_setting_get_member(g, "snapshot_time")) {
+			conf_key(key, prefix, "snapshot_time");
+			conf_err(x, config_setting_get_member(g, "snapshot_time"), key,
+				 "only for a snapshot (snapshot_of, snapshot_name)");
+		}
+		return;
+	}
+	if (!of || !nm) {
+		conf_key(key, prefix, of ? "snapshot_name" : "snapshot_of");
+		conf_err(x, g, key, "required with %s (a snapshot has both)",
+			 of ? "snapshot_of" : "snapshot_name");
+	}
+	if (!l->read_only) {
+		conf_key(key, prefix, "read_only");
+		conf_err(x, g, key, "a snapshot is read-only: set read_only = true (targetctl lun "
+			 "clone makes a writable copy of it)");
+	}
+	if (l->backstore && strcmp(l->backstore, "file")) {
+		conf_key(key, prefix, "snapshot_of");
+		conf_err(x, of, key, "a snapshot is a file LUN (backstore = \"file\")");
+	}
+}
+
 static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
 			   struct conf_lun *l)
 {
@@ -296,8 +373,10 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 
 	l->block_size = 512;
 	l->thin = true;
+	l->snapshot_of = -1;
 	l->line = config_setting_source_line(g);
 	conf_walk(x, g, prefix, conf_lun_fields, ARRAY_SIZE(conf_lun_fields), l);
+	conf_lun_check_snapshot(x, g, prefix, l);
 
 	if (!config_setting_get_member(g, "lun")) {
 		conf_key(key, prefix, "lun");
@@ -562,6 +641,49 @@ static void conf_root_discovery_chap(struct conf_ctx *x, const config_setting_t 
 	conf_chap_group(x, s, key, &c->discovery_chap);
 }
 
+/* Each snapshot names a LUN of its target that is no snapshot itself,
+ * under a name no other snapshot of that LUN has. */
+static void conf_target_check_snapshots(struct conf_ctx *x, const config_setting_t *s,
+					const char *key, const struct conf_target *t,
+					const int *first)
+{
+	for (unsigned i = 0; i < t->n_luns; i++) {
+		const struct conf_lun *l = &t->luns[i];
+		const config_setting_t *g = config_setting_get_elem(s, i);
+		char k[CONF_KEY_MAX];
+
+		if (!conf_lun_is_snapshot(l))
+			continue;
+		conf_keyf(k, "%s[%u].snapshot_of", key, i);
+		if ((unsigned)l->snapshot_of == l->lun) {
+			conf_err(x, config_setting_get_member(g, "snapshot_of"), k,
+				 "LUN %u cannot be a snapshot of itself", l->lun);
+			continue;
+		}
+		if (first[l->snapshot_of] < 0) {
+			conf_err(x, config_setting_get_member(g, "snapshot_of"), k,
+				 "names LUN %d, which the target does not have (a LUN with snapshots "
+				 "is removed after them: targetctl lun remove each snapshot first)",
+				 l->snapshot_of);
+			continue;
+		}
+		if (conf_lun_is_snapshot(&t->luns[first[l->snapshot_of]])) {
+			conf_err(x, config_setting_get_member(g, "snapshot_of"), k,
+				 "LUN %d is a snapshot itself: snapshot the LUN it was taken of, or "
+				 "clone it first", l->snapshot_of);
+			continue;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (t->luns[j].snapshot_of == l->snapshot_of && t->luns[j].snapshot_name &&
+			    !strcmp(t->luns[j].snapshot_name, l->snapshot_name)) {
+				conf_keyf(k, "%s[%u].snapshot_name", key, i);
+				conf_err(x, config_setting_get_member(g, "snapshot_name"), k,
+					 "LUN %d has a snapshot \"%s\" already (LUN %u, line %d)",
+					 l->snapshot_of, l->snapshot_name, t->luns[j].lun, t->luns[j].line);
+			}
+	}
+}
+
 static void conf_target_luns(struct conf_ctx *x, const config_setting_t *s, const char *key,
 			     void *obj)
 {
@@ -604,6 +726,7 @@ static void conf_target_luns(struct conf_ctx *x, const config_setting_t *s, cons
 			first[l->lun] = i;
 		}
 	}
+	conf_target_check_snapshots(x, s, key, t, first);
 }
 
 static void conf_target_faults(struct conf_ctx *x, const config_setting_t *s, const char *key,

@@ -67,8 +67,25 @@ struct conf_lun {
 	char *serial, *vendor, *product;  /* NULL = derived */
 	struct conf_fault *faults;        /* fault-injection rules (targetd-faults(7)) */
 	unsigned n_faults;
+	/* A snapshot (targetctl lun snapshot): a read-only LUN whose file was
+	 * cloned from LUN snapshot_of of the same target (-1: not a
+	 * snapshot), named snapshot_name, taken at snapshot_time (UTC,
+	 * "2026-12-01T13:20:00Z"; informational). */
+	int snapshot_of;
+	char *snapshot_name;
+	char *snapshot_time;
 	int line;
 };
+
+/* A snapshot name: 1 to CONF_SNAPSHOT_NAME_MAX of [A-Za-z0-9._+-], not
+ * starting with '.' or '-' (it becomes part of a file name). NULL when
+ * name is one, else why not. */
+#define CONF_SNAPSHOT_NAME_MAX 64
+static inline bool conf_lun_is_snapshot(const struct conf_lun *l)
+{
+	return l->snapshot_name && l->snapshot_of >= 0;
+}
+const char *conf_snapshot_name_error(const char *name);
 
 struct conf_target {
 	char *iqn;
@@ -230,6 +247,9 @@ struct conf_lun_spec {
 	unsigned block_size;       /* 0 = left out */
 	int thin, read_only, removable, direct;
 	const char *serial, *vendor, *product;
+	/* a snapshot (snapshot_name not NULL): of LUN snapshot_of */
+	unsigned snapshot_of;
+	const char *snapshot_name, *snapshot_time;
 };
 int conf_doc_lun_add(struct conf_doc *d, const char *iqn, const struct conf_lun_spec *l,
 		     char *err, size_t cap);

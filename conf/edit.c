@@ -246,6 +246,12 @@ int conf_doc_lun_add(struct conf_doc *d, const char *iqn, const struct conf_lun_
 		rc |= set_str(g, "vendor", l->vendor);
 	if (l->product)
 		rc |= set_str(g, "product", l->product);
+	if (l->snapshot_name) {
+		rc |= set_int(g, "snapshot_of", l->snapshot_of);
+		rc |= set_str(g, "snapshot_name", l->snapshot_name);
+		if (l->snapshot_time)
+			rc |= set_str(g, "snapshot_time", l->snapshot_time);
+	}
 	return rc ? edit_err(err, cap, CONF_EDIT_BAD, "out of memory") : 0;
 }
 

@@ -140,6 +140,8 @@ void conf_free(struct conf *c)
 			free(l->vendor);
 			free(l->product);
 			free(l->faults);
+			free(l->snapshot_name);
+			free(l->snapshot_time);
 		}
 		free(t->luns);
 		free(t->faults);

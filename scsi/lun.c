@@ -26,6 +26,7 @@
 #include "scsi/stats.h"
 #include "scsi/histo.h"
 #include "scsi/fault.h"
+#include "backstore/io_engine.h"
 
 void scsi_mode_defaults(struct scsi_mode_state *m)
 {
@@ -373,4 +374,64 @@ void scsi_lun_set_capacity(struct scsi_lun *lun, uint64_t nblocks)
 {
 	atomic_store(&lun->nblocks, nblocks);
 	scsi_ua_establish(lun->target, lun->id, UA_CAPACITY_CHANGED, NULL);
+}
+
+/* ---- whole-LUN operations from the control thread (lun clone, revert) --- */
+
+static void scsi_lun_freeze_granted(struct bs_io *io)
+{
+	*(bool *)io->priv = true;
+}
+
+/*
+ * The range lock over every LBA, exclusive, taken from a thread that owns
+ * no network engine: a private engine receives the grant. Writers in
+ * flight hold shared ranges until their last backstore request completed,
+ * so the grant comes once every write acknowledged so far is in the
+ * backstore; new writers queue behind it (an exclusive waiter holds every
+ * later shared request back, scsi/rangelock.c) until scsi_lun_thaw().
+ */
+int scsi_lun_freeze(struct scsi_lun *lun, struct scsi_lun_freeze *f)
+{
+	bool granted = false;
+
+	memset(f, 0, sizeof(*f));
+	f->eng = io_engine_create(8, false);
+	if (!f->eng)
+		return -ENOMEM;
+	f->notify.done = scsi_lun_freeze_granted;
+	f->notify.priv = &granted;
+	if (!rangelock_acquire(&lun->rangelock, &f->rl, 0, UINT64_MAX, RL_EXCL, f->eng, &f->notify))
+		while (!granted)
+			io_engine_wait(f->eng);
+	return 0;
+}
+
+void scsi_lun_thaw(struct scsi_lun_freeze *f)
+{
+	if (f->rl.state == RL_HELD)
+		rangelock_release(&f->rl);
+	if (f->eng)
+		io_engine_destroy(f->eng);
+	f->eng = NULL;
+}
+
+/*
+ * SPC-4 does not name a revert; what the initiator sees is this: the
+ * logical unit went NOT READY (taken offline, 04/03) and comes back READY
+ * with other blocks on it, which is what NOT READY TO READY CHANGE, MEDIUM
+ * MAY HAVE CHANGED (28/00, SPC-4 table "ASC and ASCQ assignments") reports
+ * (an initiator drops what it cached of the LUN and reads it again). The
+ * inventory of LUNs did not change, so REPORTED LUNS DATA HAS CHANGED
+ * (3F/0E) would send the initiator on a rescan for nothing; a size that
+ * did change is CAPACITY DATA HAS CHANGED (2A/09, SBC-4 4.x) as for a
+ * resize. Reservations and registrations are I_T nexus state, which
+ * SPC-4 5.13 ends only on a reset, power loss or an explicit command, not
+ * on a change of medium: they stay.
+ */
+void scsi_lun_content_replaced(struct scsi_lun *lun, uint64_t nblocks)
+{
+	if (nblocks != scsi_lun_nblocks(lun))
+		scsi_lun_set_capacity(lun, nblocks);
+	scsi_ua_establish(lun->target, lun->id, UA_MEDIUM_CHANGED, NULL);
 }

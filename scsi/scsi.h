@@ -544,6 +544,21 @@ void scsi_target_reset(struct scsi_target *t, const struct scsi_nexus *by, bool 
 /* Resize: sets nblocks and establishes CAPACITY DATA HAS CHANGED for every
  * nexus. */
 void scsi_lun_set_capacity(struct scsi_lun *lun, uint64_t nblocks);
+/* Whole-LUN operations (targetctl lun clone, snapshot, revert), from a
+ * thread that is not a network thread; scsi/lun.c. scsi_lun_freeze():
+ * every write acknowledged so far is in the backstore and no other write
+ * starts until scsi_lun_thaw() (the exclusive range lock over every LBA;
+ * waits for the writes in flight). 0 or -ENOMEM. */
+struct scsi_lun_freeze {
+	struct rangelock_req rl;
+	struct io_engine *eng;    /* private: receives the grant */
+	struct bs_io notify;
+};
+int scsi_lun_freeze(struct scsi_lun *lun, struct scsi_lun_freeze *f);
+void scsi_lun_thaw(struct scsi_lun_freeze *f);
+/* The LUN's blocks were replaced (revert) and it has nblocks now: unit
+ * attentions for every nexus (see scsi/lun.c for which and why). */
+void scsi_lun_content_replaced(struct scsi_lun *lun, uint64_t nblocks);
 /* Add (or remove, lun == NULL) a LUN while sessions run: REPORTED LUNS DATA
  * HAS CHANGED for every nexus on every LUN. */
 void scsi_target_set_lun(struct scsi_target *t, uint16_t id, struct scsi_lun *lun);

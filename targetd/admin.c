@@ -139,8 +139,6 @@ static char *with_header(const char *body, const char *what)
 
 /* ---- one change ------------------------------------------------------------- */
 
-typedef int (*edit_fn)(struct conf_doc *d, void *arg, char *err, size_t cap);
-
 static int edit_code(int rc)
 {
 	return rc == CONF_EDIT_NOT_FOUND ? CTL_E_NOT_FOUND
@@ -152,6 +150,7 @@ static int edit_code(int rc)
 static bool change_possible(const char *text, struct ctl_err *err)
 {
 	const char *file = reload_config_file();
+
 	struct conf_errors errs = { 0 };
 	char *now;
 	bool same;
@@ -187,9 +186,23 @@ static bool change_possible(const char *text, struct ctl_err *err)
 	return true;
 }
 
-/* Edit, validate, apply, write back. Returns the result object (changes,
- * file) or NULL with err set; on any refusal nothing changed. */
-static struct json_object *admin_change(const char *what, edit_fn edit, void *arg,
+bool admin_change_possible(struct ctl_err *err)
+{
+	return change_possible(reload_running_text(), err);
+}
+
+struct json_object *admin_change(const char *what, admin_edit_fn edit, void *arg,
+				 const struct reload_opts *opts, struct ctl_err *err)
+{
+	struct json_object *res;
+
+	reload_lock();
+	res = admin_change_locked(what, edit, arg, opts, err);
+	reload_unlock();
+	return res;
+}
+
+struct json_object *admin_change_locked(const char *what, admin_edit_fn edit, void *arg,
 					const struct reload_opts *opts, struct ctl_err *err)
 {
 	struct reload_opts o = opts ? *opts : (struct reload_opts){ 0 };
@@ -202,7 +215,6 @@ static struct json_object *admin_change(const char *what, edit_fn edit, void *ar
 	const char *file;
 	int rc;
 
-	reload_lock();
 	file = reload_config_file();
 	if (!change_possible(reload_running_text(), err))
 		goto out;
@@ -264,7 +276,6 @@ static struct json_object *admin_change(const char *what, edit_fn edit, void *ar
 		log_event(LOG_LVL_INFO, "config_saved", KV_S("file", file), KV_S("by", what));
 	}
 out:
-	reload_unlock();
 	reload_report_free(&rep);
 	conf_errors_free(&errs);
 	conf_doc_free(doc);
@@ -359,36 +370,28 @@ struct json_object *admin_target_remove(struct json_object *p, struct ctl_err *e
 
 /* ---- LUNs ------------------------------------------------------------------------ */
 
-struct lun_arg {
-	const char *iqn;
-	unsigned lun;
-	struct conf_lun_spec spec;
-	const char *key, *str;
-	int boolean;
-};
-
-static int edit_lun_add(struct conf_doc *d, void *arg, char *err, size_t cap)
+int admin_edit_lun_add(struct conf_doc *d, void *arg, char *err, size_t cap)
 {
-	struct lun_arg *a = arg;
+	struct admin_lun_arg *a = arg;
 
 	return conf_doc_lun_add(d, a->iqn, &a->spec, err, cap);
 }
 
 static int edit_lun_remove(struct conf_doc *d, void *arg, char *err, size_t cap)
 {
-	struct lun_arg *a = arg;
+	struct admin_lun_arg *a = arg;
 
 	return conf_doc_lun_remove(d, a->iqn, a->lun, err, cap);
 }
 
-static int edit_lun_set(struct conf_doc *d, void *arg, char *err, size_t cap)
+int admin_edit_lun_set(struct conf_doc *d, void *arg, char *err, size_t cap)
 {
-	struct lun_arg *a = arg;
+	struct admin_lun_arg *a = arg;
 
 	return conf_doc_lun_set(d, a->iqn, a->lun, a->key, a->str, a->boolean, err, cap);
 }
 
-static bool lun_params(struct json_object *p, struct lun_arg *a, struct ctl_err *err)
+static bool lun_params(struct json_object *p, struct admin_lun_arg *a, struct ctl_err *err)
 {
 	uint64_t v = 0;
 
@@ -407,7 +410,7 @@ static int opt_bool(struct json_object *p, const char *key, struct ctl_err *err)
 
 struct json_object *admin_lun_add(struct json_object *p, struct ctl_err *err)
 {
-	struct lun_arg a = { 0 };
+	struct admin_lun_arg a = { 0 };
 	uint64_t bs = 0;
 
 	if (!lun_params(p, &a, err))
@@ -427,12 +430,12 @@ struct json_object *admin_lun_add(struct json_object *p, struct ctl_err *err)
 	ctl_str(p, "product", false, &a.spec.product, err);
 	if (ctl_failed(err))
 		return NULL;
-	return admin_change("lun add", edit_lun_add, &a, NULL, err);
+	return admin_change("lun add", admin_edit_lun_add, &a, NULL, err);
 }
 
 struct json_object *admin_lun_remove(struct json_object *p, struct ctl_err *err)
 {
-	struct lun_arg a = { 0 };
+	struct admin_lun_arg a = { 0 };
 	bool force = false;
 
 	if (!lun_params(p, &a, err))
@@ -461,7 +464,7 @@ static uint64_t lun_bytes(const char *iqn, unsigned id)
 
 struct json_object *admin_lun_resize(struct json_object *p, struct ctl_err *err)
 {
-	struct lun_arg a = { 0 };
+	struct admin_lun_arg a = { 0 };
 	struct reload_opts o = { 0 };
 	bool shrink = false, force = false;
 	uint64_t want, cur;
@@ -497,13 +500,13 @@ struct json_object *admin_lun_resize(struct json_object *p, struct ctl_err *err)
 	conf_format_size(want, canon, sizeof(canon));
 	a.key = "size";
 	a.str = canon;
-	return admin_change(want < cur ? "lun resize --shrink --force" : "lun resize", edit_lun_set,
+	return admin_change(want < cur ? "lun resize --shrink --force" : "lun resize", admin_edit_lun_set,
 			    &a, &o, err);
 }
 
 static struct json_object *lun_offline(struct json_object *p, bool off, struct ctl_err *err)
 {
-	struct lun_arg a = { 0 };
+	struct admin_lun_arg a = { 0 };
 	struct iscsi_target *t;
 	bool have, now = false;
 
@@ -522,7 +525,7 @@ static struct json_object *lun_offline(struct json_object *p, bool off, struct c
 				off ? "offline" : "online");
 	a.key = "offline";
 	a.boolean = off;
-	return admin_change(off ? "lun offline" : "lun online", edit_lun_set, &a, NULL, err);
+	return admin_change(off ? "lun offline" : "lun online", admin_edit_lun_set, &a, NULL, err);
 }
 
 struct json_object *admin_lun_offline(struct json_object *p, struct ctl_err *err)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <json-c/json.h>
+#include "conf/config.h"
 #include "targetd/control.h"
 
 struct iscsi_target;
@@ -119,6 +120,38 @@ struct json_object *fault_add(struct json_object *p, struct ctl_err *err);
 struct json_object *fault_list(struct json_object *p, struct ctl_err *err);
 struct json_object *fault_stats(struct json_object *p, struct ctl_err *err);
 struct json_object *fault_clear(struct json_object *p, struct ctl_err *err);
+
+/* admin.c: one change of the running configuration. edit() changes the
+ * document; admin_change() validates the result like the file, applies it
+ * (reload_apply) and writes the file back atomically; the result object
+ * (changes, file, persisted), or NULL with err set and nothing changed.
+ * admin_change_locked(): the same for a caller holding reload_lock()
+ * (one that does more under the lock, admin_clone.c), which checks first
+ * with admin_change_possible() that a change can be kept in the file. */
+struct conf_doc;
+struct reload_opts;
+typedef int (*admin_edit_fn)(struct conf_doc *d, void *arg, char *err, size_t cap);
+struct json_object *admin_change(const char *what, admin_edit_fn edit, void *arg,
+				 const struct reload_opts *opts, struct ctl_err *err);
+struct json_object *admin_change_locked(const char *what, admin_edit_fn edit, void *arg,
+					const struct reload_opts *opts, struct ctl_err *err);
+bool admin_change_possible(struct ctl_err *err);
+/* The LUN edits (arg: struct admin_lun_arg): add spec; set key to str
+ * (or, str NULL, to boolean). */
+struct admin_lun_arg {
+	const char *iqn;
+	unsigned lun;
+	struct conf_lun_spec spec;
+	const char *key, *str;
+	int boolean;
+};
+int admin_edit_lun_add(struct conf_doc *d, void *arg, char *err, size_t cap);
+int admin_edit_lun_set(struct conf_doc *d, void *arg, char *err, size_t cap);
+
+/* admin_clone.c */
+struct json_object *admin_lun_clone(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_snapshot(struct json_object *p, struct ctl_err *err);
+struct json_object *admin_lun_revert(struct json_object *p, struct ctl_err *err);
 
 /* control.c: the method list (for "help"). */
 struct json_object *control_methods(struct json_object *p, struct ctl_err *err);

@@ -356,6 +356,57 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	return o;
 }
 
+/* The configuration of target iqn (the running one: under the read lock). */
+static const struct conf_target *conf_target_of(const char *iqn)
+{
+	const struct conf *c = target_runtime->conf;
+
+	for (unsigned i = 0; c && i < c->n_targets; i++)
+		if (!strcasecmp(c->targets[i].iqn, iqn))
+			return &c->targets[i];
+	return NULL;
+}
+
+/* Snapshots (targetctl lun snapshot): on a snapshot what it is of; on a
+ * LUN with snapshots their list, with the space each holds. */
+static void snapshots_json(struct json_object *o, struct iscsi_target *t, struct scsi_lun *lun)
+{
+	const struct conf_target *ct = conf_target_of(t->iqn);
+	struct json_object *a = NULL;
+
+	for (unsigned i = 0; ct && i < ct->n_luns; i++) {
+		const struct conf_lun *cl = &ct->luns[i];
+		struct scsi_lun *sl;
+		struct json_object *so;
+		struct target_space sp;
+
+		if (cl->lun == lun->id && conf_lun_is_snapshot(cl)) {
+			jadd(o, "snapshot_of", json_object_new_int(cl->snapshot_of));
+			jadd(o, "snapshot_name", json_object_new_string(cl->snapshot_name));
+			jadd(o, "snapshot_time", cl->snapshot_time
+				? json_object_new_string(cl->snapshot_time) : NULL);
+		}
+		if (!conf_lun_is_snapshot(cl) || (unsigned)cl->snapshot_of != lun->id ||
+		    !(sl = ctl_target_lun(t, cl->lun)))
+			continue;
+		so = json_object_new_object();
+		jadd(so, "name", json_object_new_string(cl->snapshot_name));
+		jadd(so, "lun", json_object_new_int((int)cl->lun));
+		jadd(so, "time", cl->snapshot_time ? json_object_new_string(cl->snapshot_time) : NULL);
+		jadd(so, "path", sl->bs && sl->bs->path ? json_object_new_string(sl->bs->path) : NULL);
+		jadd(so, "size_bytes", ju64(scsi_lun_nblocks(sl) << sl->block_shift));
+		if (target_lun_space(sl, &sp)) {
+			jadd(so, "allocated_bytes", ju64(sp.allocated));
+			jadd(so, "shared_bytes", ju64(sp.shared));
+			jadd(so, "own_bytes", ju64(sp.allocated - MIN(sp.shared, sp.allocated)));
+		}
+		if (!a)
+			a = json_object_new_array();
+		json_object_array_add(a, so);
+	}
+	jadd(o, "snapshots", a ? a : json_object_new_array());
+}
+
 struct json_object *query_luns(struct json_object *p, struct ctl_err *err)
 {
 	struct json_object *a = json_object_new_array();
@@ -368,9 +419,13 @@ struct json_object *query_luns(struct json_object *p, struct ctl_err *err)
 			continue;
 		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
 			struct scsi_lun *lun = ctl_target_lun(t, k);
+			struct json_object *o;
 
-			if (lun)
-				json_object_array_add(a, lun_json(t, lun));
+			if (!lun)
+				continue;
+			o = lun_json(t, lun);
+			snapshots_json(o, t, lun);
+			json_object_array_add(a, o);
 		}
 	}
 	reload_read_unlock();

@@ -24,6 +24,11 @@
  *                                                 (tests/itest_durable.c)
  *   itest [options] prevent-2nexus URL            PREVENT from one nexus holds for another
  *                                                 (tests/itest_lun.c)
+ *   itest [options] clone-write STATE NBLOCKS URL CLONE-URL CMD...
+ *                                                 writes in flight while CMD clones the LUN
+ *   itest [options] write-protected URL           WRITE refused 07/27/00, WP set
+ *   itest [options] ua-after URL ASCQ[,...] CMD...  the unit attentions CMD establishes
+ *                                                 (tests/itest_clone.c)
  *
  * URL is iscsi://[user[%secret]@]host:port/iqn/lun.
  *
@@ -1560,7 +1565,9 @@ static void itest_usage(FILE *f)
 		"  concurrency URL N   zeroed URL   mark URL SEED   check-mark URL SEED\n"
 		"  write-zeros URL LBA NBLOCKS\n"
 		"  durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off|,atomic]...   durable-check STATE\n"
-		"  prevent-2nexus URL\n",
+		"  prevent-2nexus URL\n"
+		"  clone-write STATE NBLOCKS URL CLONE-URL CMD [ARG...]   write-protected URL\n"
+		"  ua-after URL ASCQ[,ASCQ...] CMD [ARG...]\n",
 		ITEST_DEFAULT_INITIATOR);
 }
 
@@ -1587,6 +1594,9 @@ int main(int argc, char **argv)
 		{ "durable-write", itest_durable_write },
 		{ "durable-check", itest_durable_check },
 		{ "prevent-2nexus", itest_prevent_2nexus },
+		{ "clone-write", itest_clone_write },
+		{ "write-protected", itest_write_protected },
+		{ "ua-after", itest_ua_after },
 	};
 	int opt;
 

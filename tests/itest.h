@@ -75,4 +75,9 @@ int itest_durable_check(int argc, char **argv);
 /* subcommands of tests/itest_lun.c */
 int itest_prevent_2nexus(int argc, char **argv);
 
+/* subcommands of tests/itest_clone.c */
+int itest_clone_write(int argc, char **argv);
+int itest_write_protected(int argc, char **argv);
+int itest_ua_after(int argc, char **argv);
+
 #endif

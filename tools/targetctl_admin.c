@@ -257,6 +257,103 @@ int tc_lun_online(int argc, char **argv)
 	return lun_state(argc, argv, "lun.online", "lun online TARGET LUN");
 }
 
+/* ---- clones and snapshots ------------------------------------------------------------ */
+
+/* What a clone or snapshot made. */
+static void show_clone(struct json_object *r)
+{
+	char sz[32];
+
+	if (tc_get(r, "path"))
+		printf("LUN %llu: %s, %s %s\n", (unsigned long long)tc_getu(r, "lun"), tc_gets(r, "path"),
+		       json_object_get_boolean(tc_get(r, "reflinked")) ? "sharing the blocks of"
+								       : "copied,",
+		       tc_size(tc_getu(r, json_object_get_boolean(tc_get(r, "reflinked"))
+						  ? "shared_bytes" : "copied_bytes"), sz, sizeof(sz)));
+	else
+		printf("LUN %llu reverted to snapshot LUN %llu (%s, %s)\n",
+		       (unsigned long long)tc_getu(r, "lun"), (unsigned long long)tc_getu(r, "snapshot_lun"),
+		       tc_size(tc_getu(r, "size_bytes"), sz, sizeof(sz)),
+		       json_object_get_boolean(tc_get(r, "reflinked")) ? "reflink" : "copy");
+	show_change(r);
+}
+
+/* The options every clone command takes; p gets target, copy, path. */
+static struct json_object *clone_params(struct opt *o, size_t n, int lun, int *rc)
+{
+	struct json_object *p;
+
+	if (lun < 0) {
+		*rc = 2;
+		return NULL;
+	}
+	p = json_object_new_object();
+	json_object_object_add(p, "lun", json_object_new_int(lun));
+	put_str(p, "target", opt_find(o, n, "target")->val);
+	put_true(p, "copy", opt_find(o, n, "copy")->set);
+	if (opt_find(o, n, "path"))
+		put_str(p, "path", opt_find(o, n, "path")->val);
+	return p;
+}
+
+int tc_lun_clone(int argc, char **argv)
+{
+	static const char usage[] = "lun clone SRC NEW [--target IQN] [--path FILE] [--copy]";
+	struct opt o[] = { { "target", true, false, NULL }, { "path", true, false, NULL },
+			   { "copy", false, false, NULL } };
+	char *pos[2];
+	int n, nl, rc = parse(argc, argv, o, ARRAY_SIZE(o), pos, 2, 2, &n, usage);
+	struct json_object *p;
+
+	if (rc || !(p = clone_params(o, ARRAY_SIZE(o), tc_lun_arg(pos[0]), &rc)))
+		return rc;
+	if ((nl = tc_lun_arg(pos[1])) < 0) {
+		json_object_put(p);
+		return 2;
+	}
+	json_object_object_add(p, "new", json_object_new_int(nl));
+	return tc_show("lun.clone", p, show_clone);
+}
+
+int tc_lun_snapshot(int argc, char **argv)
+{
+	static const char usage[] =
+		"lun snapshot LUN NAME [--target IQN] [--lun N] [--path FILE] [--copy]";
+	struct opt o[] = { { "target", true, false, NULL }, { "path", true, false, NULL },
+			   { "copy", false, false, NULL }, { "lun", true, false, NULL } };
+	char *pos[2];
+	int n, rc = parse(argc, argv, o, ARRAY_SIZE(o), pos, 2, 2, &n, usage);
+	struct json_object *p;
+
+	if (rc || !(p = clone_params(o, ARRAY_SIZE(o), tc_lun_arg(pos[0]), &rc)))
+		return rc;
+	put_str(p, "name", pos[1]);
+	if (o[3].set) {
+		int nl = tc_lun_arg(o[3].val);
+
+		if (nl < 0) {
+			json_object_put(p);
+			return 2;
+		}
+		json_object_object_add(p, "new", json_object_new_int(nl));
+	}
+	return tc_show("lun.snapshot", p, show_clone);
+}
+
+int tc_lun_revert(int argc, char **argv)
+{
+	static const char usage[] = "lun revert LUN SNAPSHOT [--target IQN] [--copy]";
+	struct opt o[] = { { "target", true, false, NULL }, { "copy", false, false, NULL } };
+	char *pos[2];
+	int n, rc = parse(argc, argv, o, ARRAY_SIZE(o), pos, 2, 2, &n, usage);
+	struct json_object *p;
+
+	if (rc || !(p = clone_params(o, ARRAY_SIZE(o), tc_lun_arg(pos[0]), &rc)))
+		return rc;
+	put_str(p, "snapshot", pos[1]);
+	return tc_show("lun.revert", p, show_clone);
+}
+
 /* ---- ACL and CHAP -------------------------------------------------------------------- */
 
 static int acl(int argc, char **argv, const char *method, const char *usage)

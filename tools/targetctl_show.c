@@ -145,6 +145,49 @@ void tc_show_targets(struct json_object *r)
 	tc_print_table(tb);
 }
 
+/* The snapshots of each LUN (targetctl lun snapshot), if there are any:
+ * what each holds, and what of it is its own (not shared by reflink). */
+static void show_snapshots(struct json_object *r)
+{
+	static const struct tc_col cols[] = {
+		{ "TARGET", 0, 0 }, { "OF LUN", 0, SCOLS_FL_RIGHT }, { "SNAPSHOT", 0, 0 },
+		{ "LUN", 0, SCOLS_FL_RIGHT }, { "TAKEN", 0, 0 }, { "SIZE", 0, SCOLS_FL_RIGHT },
+		{ "ALLOCATED", 0, SCOLS_FL_RIGHT }, { "SHARED", 0, SCOLS_FL_RIGHT },
+		{ "OWN", 0, SCOLS_FL_RIGHT },
+	};
+	struct libscols_table *tb = NULL;
+	char a[32], b[32], c[32], d[32];
+
+	for (size_t i = 0; i < json_object_array_length(r); i++) {
+		struct json_object *l = json_object_array_get_idx(r, i), *ss = tc_get(l, "snapshots");
+
+		for (size_t k = 0; ss && k < json_object_array_length(ss); k++) {
+			struct json_object *s = json_object_array_get_idx(ss, k);
+			struct libscols_line *ln;
+
+			if (!tb)
+				tb = tc_table(cols, sizeof(cols) / sizeof(cols[0]));
+			ln = tc_row(tb);
+			tc_cell(ln, 0, tc_gets(l, "target"));
+			tc_cellf(ln, 1, "%llu", (unsigned long long)tc_getu(l, "lun"));
+			tc_cell(ln, 2, tc_gets(s, "name"));
+			tc_cellf(ln, 3, "%llu", (unsigned long long)tc_getu(s, "lun"));
+			tc_cell(ln, 4, tc_get(s, "time") ? tc_gets(s, "time") : "-");
+			tc_cell(ln, 5, tc_size(tc_getu(s, "size_bytes"), a, sizeof(a)));
+			tc_cell(ln, 6, tc_get(s, "allocated_bytes")
+					    ? tc_size(tc_getu(s, "allocated_bytes"), b, sizeof(b)) : "-");
+			tc_cell(ln, 7, tc_get(s, "shared_bytes")
+					    ? tc_size(tc_getu(s, "shared_bytes"), c, sizeof(c)) : "-");
+			tc_cell(ln, 8, tc_get(s, "own_bytes") ? tc_size(tc_getu(s, "own_bytes"), d, sizeof(d))
+							   : "-");
+		}
+	}
+	if (tb) {
+		printf("\n");
+		tc_print_table(tb);
+	}
+}
+
 void tc_show_luns(struct json_object *r)
 {
 	static const struct tc_col cols[] = {
@@ -176,6 +219,7 @@ void tc_show_luns(struct json_object *r)
 		tc_cell(ln, 10, tc_get(l, "path") ? tc_gets(l, "path") : "-");
 	}
 	tc_print_table(tb);
+	show_snapshots(r);
 }
 
 void tc_show_sessions(struct json_object *r)
