@@ -481,6 +481,7 @@ static struct json_object *revert_locked(const struct clone_src *s, const struct
 		goto out;
 	}
 	scsi_lun_content_replaced(s->lun, bytes >> s->lun->block_shift);
+	atomic_store(&s->lun->offline, was_offline);
 	log_event(LOG_LVL_WARN, "lun_reverted", KV_S("target", s->t->iqn), KV_U("lun", s->lun->id),
 		  KV_S("snapshot", snap->cl->snapshot_name), KV_U("snapshot_lun", snap->lun->id),
 		  KV_U("size_bytes", bytes), KV_S("how", r.reflinked ? "reflink" : "copy"),
