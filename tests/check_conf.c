@@ -198,6 +198,10 @@ static void load_good(struct conf *c, const char *text, unsigned flags)
 /* target name on line 1 */
 #define NAME(n) "targets = ( { iqn = \"" n "\"; luns = ( " LUN0 " ); } );\n"
 #define INIT(n) TGT("initiators = [ \"" n "\" ];")
+/* LUN 0 a file (line 4), LUN 1 a file with body (line 5) */
+#define SNAP(body) "targets = (\n  { iqn = \"" IQN "\";\n    luns = (\n" \
+	"      { lun = 0; backstore = \"file\"; path = \"/v.img\"; },\n" \
+	"      { lun = 1; backstore = \"file\"; path = \"/v@a.img\"; " body " }\n    );\n  }\n);\n"
 #define CHAP(body) TGT("chap = { " body " };")
 #define SECRET1 "0123456789ab"
 #define SECRET2 "ba9876543210"
@@ -490,6 +494,33 @@ static const struct bad_case bad_cases[] = {
 	  "  { iqn = \"" IQN ":2\";\n    luns = ( { lun = 0; backstore = \"block\"; path = \"/dev/x\"; } ); }\n);\n",
 	  NOPATH, { "t.conf:5: targets[1].luns[0].path: /dev/x is already used by targets[0].luns[0] (line 3)" } },
 
+	/* snapshots (targetctl lun snapshot): LUN 0 a file, the snapshot on line 5 */
+	{ SNAP("read_only = true; snapshot_of = 0;"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_name: required with snapshot_of" } },
+	{ SNAP("read_only = true; snapshot_name = \"a\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_of: required with snapshot_name" } },
+	{ SNAP("snapshot_of = 0; snapshot_name = \"a\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].read_only: a snapshot is read-only: set read_only = true" } },
+	{ SNAP("read_only = true; snapshot_of = 1; snapshot_name = \"a\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_of: LUN 1 cannot be a snapshot of itself" } },
+	{ SNAP("read_only = true; snapshot_of = 7; snapshot_name = \"a\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_of: names LUN 7, which the target does not have" } },
+	{ SNAP("read_only = true; snapshot_of = 256; snapshot_name = \"a\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_of: 256 is out of range (0 to 255)" } },
+	{ SNAP("read_only = true; snapshot_of = 0; snapshot_name = \"../x\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_name: \"../x\" must not start with '.' or '-'" } },
+	{ SNAP("read_only = true; snapshot_of = 0; snapshot_name = \"a/b\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_name: \"a/b\" may hold only letters, digits" } },
+	{ SNAP("read_only = true; snapshot_time = \"now\";"), NOPATH,
+	  { "t.conf:5: targets[0].luns[1].snapshot_time: only for a snapshot" } },
+	{ "targets = (\n  { iqn = \"" IQN "\";\n    luns = (\n"
+	  "      { lun = 0; backstore = \"file\"; path = \"/v.img\"; },\n"
+	  "      { lun = 1; backstore = \"file\"; path = \"/v@a.img\"; read_only = true; snapshot_of = 0; snapshot_name = \"a\"; },\n"
+	  "      { lun = 2; backstore = \"file\"; path = \"/v@b.img\"; read_only = true; snapshot_of = 1; snapshot_name = \"a\"; },\n"
+	  "      { lun = 3; backstore = \"file\"; path = \"/v@c.img\"; read_only = true; snapshot_of = 0; snapshot_name = \"a\"; }\n"
+	  "    );\n  }\n);\n", NOPATH,
+	  { "t.conf:6: targets[0].luns[2].snapshot_of: LUN 1 is a snapshot itself",
+	    "t.conf:7: targets[0].luns[3].snapshot_name: LUN 0 has a snapshot \"a\" already (LUN 1, line 5)" } },
 };
 
 /* Many errors at once, from every level: all reported, in file order. */
@@ -981,6 +1012,31 @@ START_TEST(test_every_key)
 }
 END_TEST
 
+/* A snapshot's keys (targetctl lun snapshot writes them). */
+START_TEST(test_snapshot_keys)
+{
+	struct conf c;
+	const struct conf_lun *l;
+
+	load_good(&c, SNAP("read_only = true; snapshot_of = 0; snapshot_name = \"mon-1.2_x+y\"; "
+			   "snapshot_time = \"2026-12-01T13:20:00Z\";"), NOPATH);
+	ck_assert(!conf_lun_is_snapshot(&c.targets[0].luns[0]));
+	l = &c.targets[0].luns[1];
+	ck_assert(conf_lun_is_snapshot(l));
+	ck_assert_int_eq(l->snapshot_of, 0);
+	ck_assert_str_eq(l->snapshot_name, "mon-1.2_x+y");
+	ck_assert_str_eq(l->snapshot_time, "2026-12-01T13:20:00Z");
+	ck_assert(l->read_only);
+	conf_free(&c);
+	ck_assert_ptr_null(conf_snapshot_name_error("a"));
+	ck_assert_ptr_nonnull(conf_snapshot_name_error(""));
+	ck_assert_ptr_nonnull(conf_snapshot_name_error("-a"));
+	ck_assert_ptr_nonnull(conf_snapshot_name_error("a b"));
+	ck_assert_ptr_nonnull(conf_snapshot_name_error(
+		"0123456789012345678901234567890123456789012345678901234567890123x"));
+}
+END_TEST
+
 /* Resource limits: the defaults, sizes as strings or integers, and a
  * smaller max_buffer_total pulling the default per-connection limit down. */
 START_TEST(test_limits)
@@ -1410,6 +1466,7 @@ Suite *conf_suite(void)
 	tc = tcase_create("errors");
 	tcase_add_unchecked_fixture(tc, conf_fixture_setup, conf_fixture_teardown);
 	tcase_add_loop_test(tc, test_bad_case, 0, ARRAY_SIZE(bad_cases));
+	tcase_add_test(tc, test_snapshot_keys);
 	tcase_add_test(tc, test_many_errors);
 	tcase_add_test(tc, test_suggestions);
 	tcase_add_test(tc, test_long_values);
