@@ -235,7 +235,8 @@ static inline int backstore_space(struct backstore *bs, struct bs_space *out, un
 struct bs_clone_result {
 	bool created;             /* path was created (and is kept on success) */
 	bool reflinked;           /* its blocks are shared with the source (FICLONE) */
-	uint64_t bytes;           /* bytes shared, or copied (data only, not holes) */
+	uint64_t file_bytes;      /* the new file's size (the source file's) */
+	uint64_t copied;          /* bytes copied (data runs, not holes); 0 for a reflink */
 };
 /*
  * A new file at path (created O_EXCL with the source's mode and owner:

@@ -217,13 +217,12 @@ int backstore_clone(struct backstore *bs, const char *path, unsigned flags,
 		log_warn("%s: cannot give it the owner of %s: %m", path, bs->path);
 	if (ioctl(out, FICLONE, bs->fd) == 0) {
 		res->reflinked = true;
-		res->bytes = (uint64_t)st.st_size;
 	} else if (errno != EOPNOTSUPP && errno != EXDEV && errno != EINVAL && errno != ENOTTY &&
 		   errno != ENOSYS) {
 		rc = -errno;
 		snprintf(err, cap, "cannot clone %s to %s (FICLONE): %s", bs->path, path, strerror(-rc));
 	} else if (flags & BS_CLONE_COPY) {
-		rc = bs_clone_copy_file(bs, out, (uint64_t)st.st_size, &res->bytes, path, err, cap);
+		rc = bs_clone_copy_file(bs, out, (uint64_t)st.st_size, &res->copied, path, err, cap);
 	} else if (errno == EXDEV) {
 		rc = -EOPNOTSUPP;
 		snprintf(err, cap, "%s and %s are on different file systems: blocks are shared only "
@@ -251,6 +250,7 @@ int backstore_clone(struct backstore *bs, const char *path, unsigned flags,
 		res->created = false;
 		return rc;
 	}
+	res->file_bytes = (uint64_t)st.st_size;
 	if ((rc = bs_clone_fsync_dir(path)) < 0)
 		log_warn("%s: cannot sync its directory: %s", path, strerror(-rc));
 	return 0;

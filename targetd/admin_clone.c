@@ -233,10 +233,11 @@ static struct json_object *clone_commit(const char *what, struct admin_lun_arg *
 	jadd(res, "lun", json_object_new_int((int)a->lun));
 	jadd(res, "path", json_object_new_string(path));
 	jadd(res, "reflinked", json_object_new_boolean(r->reflinked));
-	jadd(res, r->reflinked ? "shared_bytes" : "copied_bytes", ju64(r->bytes));
+	jadd(res, "file_bytes", ju64(r->file_bytes));
+	jadd(res, "copied_bytes", ju64(r->copied));
 	log_event(LOG_LVL_INFO, "lun_cloned", KV_S("target", a->iqn), KV_U("lun", a->lun),
 		  KV_S("path", path), KV_S("how", r->reflinked ? "reflink" : "copy"),
-		  KV_U("bytes", r->bytes), KV_S("by", what));
+		  KV_U("copied_bytes", r->copied), KV_S("by", what));
 	return res;
 }
 

@@ -262,19 +262,21 @@ int tc_lun_online(int argc, char **argv)
 /* What a clone or snapshot made. */
 static void show_clone(struct json_object *r)
 {
-	char sz[32];
+	bool ref = json_object_get_boolean(tc_get(r, "reflinked"));
+	char sz[32], cp[32];
 
-	if (tc_get(r, "path"))
-		printf("LUN %llu: %s, %s %s\n", (unsigned long long)tc_getu(r, "lun"), tc_gets(r, "path"),
-		       json_object_get_boolean(tc_get(r, "reflinked")) ? "sharing the blocks of"
-								       : "copied,",
-		       tc_size(tc_getu(r, json_object_get_boolean(tc_get(r, "reflinked"))
-						  ? "shared_bytes" : "copied_bytes"), sz, sizeof(sz)));
+	tc_size(tc_getu(r, tc_get(r, "path") ? "file_bytes" : "size_bytes"), sz, sizeof(sz));
+	tc_size(tc_getu(r, "copied_bytes"), cp, sizeof(cp));
+	if (tc_get(r, "path") && ref)
+		printf("LUN %llu: %s, a reflink of its %s (no block copied)\n",
+		       (unsigned long long)tc_getu(r, "lun"), tc_gets(r, "path"), sz);
+	else if (tc_get(r, "path"))
+		printf("LUN %llu: %s, a copy of its %s: %s of data copied, holes kept\n",
+		       (unsigned long long)tc_getu(r, "lun"), tc_gets(r, "path"), sz, cp);
 	else
-		printf("LUN %llu reverted to snapshot LUN %llu (%s, %s)\n",
+		printf("LUN %llu reverted to snapshot LUN %llu (%s, by %s)\n",
 		       (unsigned long long)tc_getu(r, "lun"), (unsigned long long)tc_getu(r, "snapshot_lun"),
-		       tc_size(tc_getu(r, "size_bytes"), sz, sizeof(sz)),
-		       json_object_get_boolean(tc_get(r, "reflinked")) ? "reflink" : "copy");
+		       sz, ref ? "reflink" : "copy");
 	show_change(r);
 }
 
