@@ -418,7 +418,8 @@ static int bs_file_shared(int fd, uint64_t size, uint64_t *shared, bool *partial
 	if (!fm)
 		return -ENOMEM;
 	for (calls = 0; !last && start < size && calls < BS_FIEMAP_CALLS; calls++) {
-		memset(fm, 0, sizeof(*fm));
+		/* the extents too: the kernel fills only fm_mapped_extents of them */
+		memset(fm, 0, sizeof(*fm) + BS_FIEMAP_EXTENTS * sizeof(struct fiemap_extent));
 		fm->fm_start = start;
 		fm->fm_length = size - start;
 		fm->fm_extent_count = BS_FIEMAP_EXTENTS;

@@ -79,6 +79,7 @@ EOC
 	echo "); } );"
 } | write_conf "$T/targetd.conf"
 start_daemon "$PORT" -c "$T/targetd.conf" || exit 99
+td_poll 30 test -S "$T/ctl.sock" || { td_log "ERROR: no control socket $T/ctl.sock"; exit 99; }
 URL=iscsi://127.0.0.1:$PORT/$IQN
 TC=("$TARGETCTL" -s "$T/ctl.sock")
 
@@ -191,6 +192,7 @@ run_test "revert after a resize: the snapshot's size, 2A/09 and 28/00, written b
 restart_keeps() {
 	stop_daemon || return 1
 	start_daemon "$PORT" -c "$T/targetd.conf" || return 1
+	td_poll 30 test -S "$T/ctl.sock" || return 1
 	"$ITEST" check-mark "$URL/0" 101 &&
 		[ "$(lun_json 0 'sorted(s["name"] for s in l["snapshots"])')" = "['s1', 's2']" ] &&
 		[ "$(lun_json 0 'l["size_bytes"]')" = $((64 * MIB)) ]
