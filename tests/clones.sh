@@ -15,6 +15,7 @@
 #     READY CHANGE (28/00) to a logged-in initiator, and CAPACITY DATA HAS
 #     CHANGED (2A/09) too when the LUN was grown since; the size is written
 #     back and survives a restart, and so do the snapshots;
+#   - a revert that fails half way leaves the LUN's blocks as they were;
 #   - a LUN with snapshots cannot be removed before them;
 #   - on a loop-mounted XFS with reflink: the clone shares every block
 #     (no space taken, O(1)), under concurrent writes, and revert without
@@ -162,8 +163,22 @@ listed() {
 }
 run_test "targetctl luns lists the snapshot with its space" listed
 
-expect_fail "a LUN with snapshots is not removed before them" "${TC[@]}" lun remove "$IQN" 0 --force
-expect_fail "revert to a snapshot that does not exist" "${TC[@]}" lun revert 0 nosuch --copy
+# refused CMD... PATTERN: the command fails, saying PATTERN
+refused() {
+	local out pat=${*: -1}
+	if out=$("${@:1:$#-1}" 2>&1); then
+		echo "done, but it should have been refused: $out"
+		return 1
+	fi
+	echo "$out"
+	grep -q -- "$pat" <<<"$out" || { echo "the message does not say \"$pat\""; return 1; }
+}
+run_test "a LUN with snapshots is not removed before them" \
+	refused "${TC[@]}" lun remove "$IQN" 0 --force "remove each snapshot first"
+run_test "revert to a snapshot that does not exist" \
+	refused "${TC[@]}" lun revert 0 nosuch --copy 'has no snapshot "nosuch"'
+run_test "a snapshot of a snapshot is refused" \
+	refused "${TC[@]}" lun snapshot 2 again --copy "is a snapshot itself"
 
 # revert: marked data A, snapshot, data B, revert: A again
 revert_same_size() {
@@ -188,6 +203,26 @@ revert_grown() {
 		"$ITEST" check-mark "$URL/0" 101
 }
 run_test "revert after a resize: the snapshot's size, 2A/09 and 28/00, written back" revert_grown
+
+# a revert that fails half way (after the LUN went offline: the old file
+# cannot be kept) leaves the LUN with its blocks, online
+revert_fails() {
+	local out rc=0
+	"$ITEST" -s 13 mark "$URL/0" 505 || return 1
+	mkdir "$NOREF/vm.img.targetd-old"
+	if out=$("${TC[@]}" lun revert 0 s2 --copy 2>&1); then
+		echo "the revert went through: $out"
+		rc=1
+	fi
+	echo "$out"
+	rmdir "$NOREF/vm.img.targetd-old"
+	[ "$rc" = 0 ] && grep -q "nothing was changed" <<<"$out" &&
+		"$ITEST" check-mark "$URL/0" 505 &&
+		[ "$(lun_json 0 'l["offline"]')" = False ] &&
+		! ls "$NOREF" | grep -q targetd- &&
+		"${TC[@]}" lun revert 0 s2 --copy && "$ITEST" check-mark "$URL/0" 101
+}
+run_test "a revert that fails half way changes nothing" revert_fails
 
 restart_keeps() {
 	stop_daemon || return 1
