@@ -240,6 +240,22 @@ case_lun_remove() {
 }
 run_test "lun remove: gone at once; written; absent (1)" case_lun_remove
 
+case_command_help() {
+	local out
+	out=$("$TARGETCTL" lun add --help) || { echo "lun add --help: status $?"; return 1; }
+	for w in "targetctl lun add" --block-size --thick --read-only --serial; do
+		grep -q -- "$w" <<<"$out" || { echo "lun add --help lacks $w"; echo "$out"; return 1; }
+	done
+	grep -q "lun remove" <<<"$out" && { echo "lun add --help shows other commands"; return 1; }
+	out=$("$TARGETCTL" lun --help) || return 1
+	for w in "lun add" "lun remove" "lun resize" "lun clone" "lun offline"; do
+		grep -q -- "$w" <<<"$out" || { echo "lun --help lacks $w"; return 1; }
+	done
+	"$TARGETCTL" nosuch --help >/dev/null 2>&1
+	[ $? = 2 ] || { echo "an unknown command with --help is not a usage error (2)"; return 1; }
+}
+run_test "COMMAND --help: the usage of that command with all its options" case_command_help
+
 case_config() {
 	CTL config show >"$T/show.txt" || return 1
 	grep -q "$B" "$T/show.txt" && grep -q "b0.img" "$T/show.txt" || return 1

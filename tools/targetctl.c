@@ -425,7 +425,7 @@ static const struct cli_cmd commands[] = {
 	{ "target", "remove", "IQN [--force]", "remove a target (--force: with sessions)",
 	  tc_target_remove },
 	{ "lun", "add", "TARGET LUN file|block|memory [PATH] [--size SIZE] ...",
-	  "add a LUN (lun add --help)", tc_lun_add },
+	  "add a LUN (targetctl lun add --help)", tc_lun_add },
 	{ "lun", "remove", "TARGET LUN [--force]", "remove a LUN (--force: with sessions)",
 	  tc_lun_remove },
 	{ "lun", "resize", "TARGET LUN SIZE [--shrink --force]",
@@ -462,6 +462,34 @@ static const struct cli_cmd commands[] = {
 	  "disarm fault rules (all of the scope by default)", tc_fault_clear },
 	{ "methods", NULL, "", "the daemon's control methods (JSON-RPC)", cli_methods },
 };
+
+static bool cmd_help;
+
+/* The usage of the commands that start with WORD (and WORD2 if it names
+ * one), with the detail a command has beyond its table line. */
+static int command_usage(const char *word, const char *word2)
+{
+	bool exact = false, any = false;
+
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		exact |= word2 && commands[i].word2 && !strcmp(commands[i].word, word) &&
+			 !strcmp(commands[i].word2, word2);
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		const struct cli_cmd *c = &commands[i];
+
+		if (strcmp(c->word, word) || (exact && strcmp(c->word2, word2)))
+			continue;
+		printf("%s targetctl %s%s%s %s\n        %s\n", any ? "      " : "Usage:", c->word,
+		       c->word2 ? " " : "", c->word2 ? c->word2 : "",
+		       c->fn == tc_lun_add ? tc_lun_add_usage + strlen("lun add ") : c->args,
+		       c->summary);
+		any = true;
+	}
+	if (!any)
+		return tc_usage_error("unknown command '%s'", word);
+	printf("See targetctl(8).\n");
+	return 0;
+}
 
 static void usage(FILE *f)
 {
@@ -501,8 +529,11 @@ static int global_options(int *argcp, char **argv)
 		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
 			tc_json = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			exit(0);
+			if (out == 1) {
+				usage(stdout);
+				exit(0);
+			}
+			cmd_help = true;   /* `targetctl lun add --help`: that command's usage */
 		} else if (!strcmp(a, "-s") || !strcmp(a, "--socket")) {
 			if (i + 1 >= argc)
 				return tc_usage_error("%s needs a path", a);
@@ -537,6 +568,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (cmd_help)
+		return command_usage(argv[1], argc > 2 ? argv[2] : NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(commands) && !c; i++) {
 		if (strcmp(commands[i].word, argv[1]))
 			continue;

@@ -63,6 +63,7 @@ int tc_top(double interval, long count);
 /* targetctl_admin.c: argv[0] is the command's last word. */
 int tc_target_add(int argc, char **argv);
 int tc_target_remove(int argc, char **argv);
+extern const char tc_lun_add_usage[];
 int tc_lun_add(int argc, char **argv);
 int tc_lun_remove(int argc, char **argv);
 int tc_lun_resize(int argc, char **argv);

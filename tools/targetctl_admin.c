@@ -158,12 +158,14 @@ static struct json_object *target_lun(char **pos, int *rc)
 	return p;
 }
 
-int tc_lun_add(int argc, char **argv)
-{
-	static const char usage[] =
-		"lun add TARGET LUN file|block|memory [PATH] [--size SIZE] [--block-size 512|4096]\n"
+const char tc_lun_add_usage[] =
+	"lun add TARGET LUN file|block|memory [PATH] [--size SIZE] [--block-size 512|4096]\n"
 		"    [--thick] [--read-only] [--removable] [--direct] [--serial S] [--vendor V] "
 		"[--product P]";
+
+int tc_lun_add(int argc, char **argv)
+{
+	const char *usage = tc_lun_add_usage;
 	struct opt o[] = {
 		{ "size", true, false, NULL }, { "block-size", true, false, NULL },
 		{ "thick", false, false, NULL }, { "thin", false, false, NULL },
