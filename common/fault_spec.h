@@ -48,6 +48,14 @@ enum fault_action {
 #define FAULT_CAP_UNMAP      0x04u   /* UNMAP, LBPU */
 #define FAULT_CAP_WRITE_SAME 0x08u   /* WRITE SAME(10/16), LBPWS, LBPWS10 */
 
+/* Where a rule came from: a reload swaps the file's rules and keeps the
+ * ones armed at runtime (targetd-faults(7) RELOAD). */
+enum fault_origin {
+	FAULT_FROM_RUNTIME = 0, /* targetctl fault add: lasts until cleared */
+	FAULT_FROM_TARGET,      /* a target's faults list in the file */
+	FAULT_FROM_LUN,         /* a LUN's faults list in the file */
+};
+
 enum fault_dist {
 	FAULT_DIST_FIXED = 0,   /* delay */
 	FAULT_DIST_UNIFORM,     /* uniform in [delay, delay_max] */
@@ -59,6 +67,7 @@ struct fault_spec {
 	char name[FAULT_NAME_MAX];  /* label in statistics; "" = "rule<id>" */
 	char scenario[32];          /* the named scenario it came from, or "" */
 	int line;                   /* configuration line, 0 if none */
+	enum fault_origin origin;
 
 	/* scope */
 	int lun;                    /* -1: every LUN of the target */

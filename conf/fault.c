@@ -1244,6 +1244,7 @@ void conf_parse_faults(struct conf_ctx *x, const config_setting_t *s, const char
 		}
 		conf_fault_init(f);
 		f->spec.line = config_setting_source_line(g);
+		f->spec.origin = in_lun ? FAULT_FROM_LUN : FAULT_FROM_TARGET;
 		w = (struct fault_walk){ f, in_lun, true };
 		before = x->n_err;
 		conf_walk(x, g, prefix, rule_fields, ARRAY_SIZE(rule_fields), &w);

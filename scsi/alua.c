@@ -105,6 +105,11 @@ static struct alua_group *alua_find(const struct scsi_target *t, uint16_t id)
 	return NULL;
 }
 
+bool alua_group_exists(const struct scsi_target *t, uint16_t tpgt)
+{
+	return alua_find(t, tpgt) != NULL;
+}
+
 enum alua_state alua_get_state(const struct scsi_target *t, uint16_t tpgt)
 {
 	struct alua_group *g = alua_find(t, tpgt);

@@ -132,6 +132,8 @@ void alua_target_free(struct scsi_target *t);
  * or -1 if the group does not exist. */
 int alua_set_state(struct scsi_target *t, uint16_t tpgt, enum alua_state st,
 		   const struct scsi_nexus *by);
+/* Whether the target has port group tpgt (portal_groups). */
+bool alua_group_exists(const struct scsi_target *t, uint16_t tpgt);
 /* Current state of a group (ACTIVE_OPTIMIZED for unknown groups, and when
  * the target has no groups configured). */
 enum alua_state alua_get_state(const struct scsi_target *t, uint16_t tpgt);

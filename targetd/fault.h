@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "common/fault_spec.h"
+#include "scsi/scsi.h"   /* SCSI_MAX_LUNS */
 
+struct conf_fault;
 struct conf_lun;
 struct conf_target;
 struct iscsi_conn;
@@ -41,8 +43,33 @@ static inline bool fault_conn_on(void)
  * target's own (after its LUNs). 0, or -1 with FILE:LINE: errors logged. */
 int fault_config_lun(struct iscsi_target *t, struct scsi_lun *lun, const struct conf_lun *cl);
 int fault_config_target(struct iscsi_target *t, const struct conf_target *ct);
-/* Whether two configured LUNs have the same rules (reload). */
-bool fault_config_equal(const struct conf_lun *a, const struct conf_lun *b);
+/* Whether two faults lists of the file hold the same rules (reload). */
+bool fault_config_equal(const struct conf_fault *a, unsigned na, const struct conf_fault *b, unsigned nb);
+
+/* A reload (reload.c) of target t, which stays: the rules its old file
+ * armed are swapped for the new file's where a list changed (the
+ * target's own, or a LUN's that otherwise stays as it is); rules armed at
+ * runtime stay. */
+struct fault_reload {
+	struct iscsi_target *t;
+	const struct conf_target *ct;            /* the new file's */
+	unsigned ct_index;                       /* its place in the file (keys) */
+	bool target;                             /* ct->faults changed */
+	bool luns[SCSI_MAX_LUNS];                /* that LUN's faults changed */
+	struct scsi_lun *after[SCSI_MAX_LUNS];   /* the target's LUNs once applied */
+};
+struct fault_reload_result {
+	unsigned disarmed, armed, failed;
+};
+/* Before anything changes: could the new rules be armed? 0, or -1 with
+ * err = "FILE:LINE: KEY: message". */
+int fault_reload_check(const struct fault_reload *fr, const char *file, char *err, size_t errlen);
+/* Apply (with the reload's write lock): disarm the rules of the old file
+ * (of the target's own list, or of LUN cl->lun's), arm the new ones. */
+void fault_reload_target(struct iscsi_target *t, const struct conf_target *ct,
+			 struct fault_reload_result *res);
+void fault_reload_lun(struct iscsi_target *t, struct scsi_lun *lun, const struct conf_lun *cl,
+		      struct fault_reload_result *res);
 /* targetd_faults_injected_total and targetd_fault_commands_held (metrics.c). */
 void fault_metrics(FILE *f);
 
@@ -52,10 +79,14 @@ struct fault_conn_rule;
  * rule's id, or 0 with err. */
 unsigned fault_conn_add(struct iscsi_target *t, const struct fault_spec *s, unsigned id,
 			const char *text, const char *action, char *err, size_t errlen);
-/* Disarm the connection rules for which match(...) is true; returns how many. */
-unsigned fault_conn_remove(bool (*match)(unsigned id, const char *label, const struct iscsi_target *t,
-					 void *arg),
-			   void *arg);
+/* Which connection rules (of target t, NULL: of every target). */
+typedef bool fault_conn_match_fn(unsigned id, const char *label, const struct iscsi_target *t,
+				 const struct fault_spec *s, void *arg);
+/* Disarm the connection rules for which match(...) is true (NULL: all);
+ * returns how many. */
+unsigned fault_conn_remove(fault_conn_match_fn *match, void *arg);
+/* How many connection rules match (NULL: all). */
+unsigned fault_conn_count(fault_conn_match_fn *match, void *arg);
 /* fn for each connection rule, under the rules' lock. */
 void fault_conn_for_each(void (*fn)(unsigned id, const char *label, const char *text,
 				    const struct iscsi_target *t, uint64_t matched, uint64_t injected,

@@ -117,9 +117,18 @@ unsigned fault_conn_add(struct iscsi_target *t, const struct fault_spec *s, unsi
 	return id;
 }
 
-unsigned fault_conn_remove(bool (*match)(unsigned id, const char *label, const struct iscsi_target *t,
-					 void *arg),
-			   void *arg)
+unsigned fault_conn_count(fault_conn_match_fn *match, void *arg)
+{
+	unsigned n = 0;
+
+	pthread_rwlock_rdlock(&conn_lock);
+	for (unsigned i = 0; i < n_rules; i++)
+		n += !match || match(rules[i]->id, rules[i]->label, rules[i]->target, &rules[i]->spec, arg);
+	pthread_rwlock_unlock(&conn_lock);
+	return n;
+}
+
+unsigned fault_conn_remove(fault_conn_match_fn *match, void *arg)
 {
 	unsigned gone = 0, k = 0;
 
@@ -127,7 +136,7 @@ unsigned fault_conn_remove(bool (*match)(unsigned id, const char *label, const s
 	for (unsigned i = 0; i < n_rules; i++) {
 		struct fault_conn_rule *r = rules[i];
 
-		if (match && !match(r->id, r->label, r->target, arg)) {
+		if (match && !match(r->id, r->label, r->target, &r->spec, arg)) {
 			rules[k++] = r;
 			continue;
 		}

@@ -15,6 +15,9 @@
  * target when it names none), a connection rule into
  * targetd/fault_conn.c. Rules armed at runtime are not written to the
  * configuration file: they last until cleared, or until the daemon stops.
+ * Every rule carries its origin (spec.origin): a reload whose faults
+ * lists changed disarms the rules of the old file's list and arms the new
+ * ones (fault_reload_*), never those armed at runtime.
  *
  * DESIGN (threads): the control thread (and the main thread while the
  * configuration is built or reloaded) changes rules, one at a time under
@@ -31,6 +34,7 @@
 #include <json-c/json.h>
 #include "conf/fault.h"
 #include "scsi/fault.h"
+#include "scsi/pr.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/control.h"
@@ -198,10 +202,12 @@ static bool clear_match(const struct scsi_fault_rule *r, void *arg)
 	return !sel->name || !strcmp(sel->name, scsi_fault_rule_label(r));
 }
 
-static bool clear_conn_match(unsigned id, const char *label, const struct iscsi_target *t, void *arg)
+static bool clear_conn_match(unsigned id, const char *label, const struct iscsi_target *t,
+			     const struct fault_spec *s, void *arg)
 {
 	const struct clear_sel *sel = arg;
 
+	(void)s;
 	if (sel->t && t && t != sel->t)
 		return false;
 	if (sel->id && id != sel->id)
@@ -229,14 +235,15 @@ static int config_arm(struct iscsi_target *t, struct conf_fault *fs, unsigned n)
 	return rc;
 }
 
-int fault_config_lun(struct iscsi_target *t, struct scsi_lun *lun, const struct conf_lun *cl)
+/* Arm the rules of a LUN's faults list on lun; published: other threads
+ * may already read it (old sets then wait for a grace period). Returns
+ * how many could not be armed (logged as FILE:LINE: faults: ...). With
+ * ctl_lock held. */
+static unsigned arm_lun_locked(struct iscsi_target *t, struct scsi_lun *lun, const struct conf_lun *cl,
+			       bool published)
 {
-	int rc = 0;
+	unsigned failed = 0;
 
-	if (!cl->n_faults)
-		return 0;
-	/* the LUN is not published yet: arm on it directly */
-	pthread_mutex_lock(&ctl_lock);
 	for (unsigned i = 0; i < cl->n_faults; i++) {
 		struct conf_fault *f = &cl->faults[i];
 		struct scsi_fault_retired ret = { .n = 0 };
@@ -248,21 +255,36 @@ int fault_config_lun(struct iscsi_target *t, struct scsi_lun *lun, const struct 
 		if (portal_to_tpgt(&s, err, sizeof(err)) ||
 		    !(r = scsi_fault_rule_new(&s, next_id, text, conf_fault_action_name(&s)))) {
 			log_err("%s:%d: faults: %s", target_runtime->conf->file, s.line, err[0] ? err : "out of memory");
-			rc = -1;
+			failed++;
 			continue;
 		}
 		if (scsi_fault_add(lun, r, &ret, err, sizeof(err))) {
 			log_err("%s:%d: faults: target %s LUN %u: %s", target_runtime->conf->file, s.line, t->iqn, lun->id,
 				err);
 			scsi_fault_rule_drop(r);
-			rc = -1;
+			failed++;
 		} else {
 			next_id++;
 		}
-		scsi_fault_retired_free(&ret);   /* nobody reads an unpublished LUN */
+		if (published)
+			retire(&ret);
+		else
+			scsi_fault_retired_free(&ret);   /* nobody reads an unpublished LUN */
 	}
+	return failed;
+}
+
+int fault_config_lun(struct iscsi_target *t, struct scsi_lun *lun, const struct conf_lun *cl)
+{
+	unsigned failed;
+
+	if (!cl->n_faults)
+		return 0;
+	/* the LUN is not published yet: arm on it directly */
+	pthread_mutex_lock(&ctl_lock);
+	failed = arm_lun_locked(t, lun, cl, false);
 	pthread_mutex_unlock(&ctl_lock);
-	return rc;
+	return failed ? -1 : 0;
 }
 
 int fault_config_target(struct iscsi_target *t, const struct conf_target *ct)
@@ -280,19 +302,280 @@ int fault_config_target(struct iscsi_target *t, const struct conf_target *ct)
 	return rc;
 }
 
-bool fault_config_equal(const struct conf_lun *a, const struct conf_lun *b)
+bool fault_config_equal(const struct conf_fault *a, unsigned na, const struct conf_fault *b, unsigned nb)
 {
-	if (a->n_faults != b->n_faults)
+	if (na != nb)
 		return false;
-	for (unsigned i = 0; i < a->n_faults; i++) {
+	for (unsigned i = 0; i < na; i++) {
 		char x[512], y[512];
 
-		conf_fault_format(&a->faults[i], x, sizeof(x));
-		conf_fault_format(&b->faults[i], y, sizeof(y));
+		conf_fault_format(&a[i], x, sizeof(x));
+		conf_fault_format(&b[i], y, sizeof(y));
 		if (strcmp(x, y))
 			return false;
 	}
 	return true;
+}
+
+/* ---- reload --------------------------------------------------------- */
+
+static bool origin_match(const struct scsi_fault_rule *r, void *arg)
+{
+	return scsi_fault_rule_spec(r)->origin == *(const enum fault_origin *)arg;
+}
+
+struct conn_origin {
+	const struct iscsi_target *t;
+	enum fault_origin origin;
+};
+
+static bool conn_origin_match(unsigned id, const char *label, const struct iscsi_target *t,
+			      const struct fault_spec *s, void *arg)
+{
+	const struct conn_origin *o = arg;
+
+	(void)id;
+	(void)label;
+	return t == o->t && s->origin == o->origin;
+}
+
+struct origin_count {
+	int origin;         /* enum fault_origin, -1: every rule */
+	unsigned n;
+};
+
+static void count_origin(const struct scsi_fault_rule *r, void *arg)
+{
+	struct origin_count *c = arg;
+
+	c->n += c->origin < 0 || (int)scsi_fault_rule_spec(r)->origin == c->origin;
+}
+
+/* Rules on lun from origin (-1: all). */
+static unsigned lun_rules(struct scsi_lun *lun, int origin)
+{
+	struct origin_count c = { origin, 0 };
+
+	scsi_fault_for_each(lun, count_origin, &c);
+	return c.n;
+}
+
+static bool portal_listened(const char *portal)
+{
+	for (unsigned i = 0; i < target_runtime->n_portals; i++) {
+		char name[80];
+
+		fault_portal_name(&target_runtime->portals[i], name, sizeof(name));
+		if (!strcmp(name, portal))
+			return true;
+	}
+	return false;
+}
+
+/* Could rule f of the file (at key) be armed on fr->t once the reload is
+ * applied? Counts into added[k] the rules each LUN gets. 0, or -1 with
+ * err = "FILE:LINE: KEY: message" (what arm_locked() would refuse). */
+static int check_rule(const struct fault_reload *fr, const struct conf_fault *f, const char *key,
+		      const char *file, unsigned *added, char *err, size_t errlen)
+{
+	struct fault_spec s = f->spec;
+	const struct scsi_target *st = &fr->t->st;
+	const char *bad = NULL;
+	char msg[400] = "";
+	bool any = false;
+
+	if (!fault_spec_is_scsi(&s)) {
+		if (s.portal[0] && !portal_listened(s.portal)) {
+			snprintf(msg, sizeof(msg), "portal %s is not one this daemon listens on", s.portal);
+			bad = "portal";
+		}
+	} else if (portal_to_tpgt(&s, msg, sizeof(msg))) {
+		bad = "portal";
+	}
+	for (unsigned k = 0; fault_spec_is_scsi(&s) && !msg[0] && k < SCSI_MAX_LUNS; k++) {
+		struct scsi_lun *lun = fr->after[k];
+
+		if (!lun || (s.lun >= 0 && (unsigned)s.lun != k))
+			continue;
+		any = true;
+		if (s.action == FAULT_CAPACITY &&
+		    (!(s.size_bytes >> lun->block_shift) || (lun->bs && s.size_bytes > lun->bs->size))) {
+			snprintf(msg, sizeof(msg), "%llu bytes: from one block (%u bytes) up to LUN %u's %llu bytes",
+				 (unsigned long long)s.size_bytes, lun->block_size, k,
+				 (unsigned long long)(lun->bs ? lun->bs->size : 0));
+			bad = "size";
+			break;
+		}
+		added[k]++;
+		if (s.action != FAULT_ALUA)
+			continue;
+		if (!st->priv_alua)
+			snprintf(msg, sizeof(msg), "target %s has no ALUA port groups (portal_groups in "
+				 "targetd.conf(5))", fr->t->iqn);
+		else if (!alua_group_exists(st, s.alua_tpgt))
+			snprintf(msg, sizeof(msg), "target %s has no target port group %u", fr->t->iqn,
+				 s.alua_tpgt);
+		bad = msg[0] ? "tpgt" : NULL;
+		break;   /* a target port group is the whole target's */
+	}
+	if (fault_spec_is_scsi(&s) && !any && !msg[0]) {
+		if (s.lun >= 0)
+			snprintf(msg, sizeof(msg), "target %s has no LUN %d", fr->t->iqn, s.lun);
+		else
+			snprintf(msg, sizeof(msg), "target %s has no LUN", fr->t->iqn);
+		bad = s.lun >= 0 && s.origin == FAULT_FROM_TARGET ? "lun" : NULL;
+	}
+	if (!msg[0])
+		return 0;
+	snprintf(err, errlen, "%s:%d: %s%s%s: %s", file, s.line, key, bad ? "." : "", bad ? bad : "", msg);
+	return -1;
+}
+
+/* The connection rules and each LUN's rules, with the file's new ones in
+ * place of the old ones: within FAULT_MAX_RULES? */
+static int check_room(const struct fault_reload *fr, const char *file, const unsigned *added,
+		      char *err, size_t errlen)
+{
+	const struct conf_target *ct = fr->ct;
+	unsigned conn = 0;
+
+	for (unsigned i = 0; fr->target && i < ct->n_faults; i++)
+		conn += !fault_spec_is_scsi(&ct->faults[i].spec);
+	if (conn) {
+		struct conn_origin o = { fr->t, FAULT_FROM_TARGET };
+		unsigned stay = fault_conn_count(NULL, NULL) - fault_conn_count(conn_origin_match, &o);
+
+		if (stay + conn > FAULT_MAX_RULES) {
+			snprintf(err, errlen, "%s:%d: targets[%u].faults: %u connection rules with the %u armed "
+				 "now; at most %d (targetctl fault clear)", file, ct->line, fr->ct_index,
+				 conn, stay, FAULT_MAX_RULES);
+			return -1;
+		}
+	}
+	for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
+		struct scsi_lun *lun = fr->after[k];
+		unsigned stay;
+
+		if (!lun || !added[k])
+			continue;
+		stay = lun_rules(lun, -1);
+		if (fr->target)
+			stay -= lun_rules(lun, FAULT_FROM_TARGET);
+		if (fr->luns[k])
+			stay -= lun_rules(lun, FAULT_FROM_LUN);
+		if (stay + added[k] > FAULT_MAX_RULES) {
+			snprintf(err, errlen, "%s:%d: targets[%u].faults: LUN %u would have %u rules with the "
+				 "%u armed now; at most %d (targetctl fault clear)", file, ct->line,
+				 fr->ct_index, k, added[k], stay, FAULT_MAX_RULES);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int fault_reload_check(const struct fault_reload *fr, const char *file, char *err, size_t errlen)
+{
+	const struct conf_target *ct = fr->ct;
+	unsigned *added = calloc(SCSI_MAX_LUNS, sizeof(*added));
+	char key[128];
+	int rc = 0;
+
+	if (!added) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_mutex_lock(&ctl_lock);
+	for (unsigned i = 0; fr->target && !rc && i < ct->n_faults; i++) {
+		snprintf(key, sizeof(key), "targets[%u].faults[%u]", fr->ct_index, i);
+		rc = check_rule(fr, &ct->faults[i], key, file, added, err, errlen);
+	}
+	for (unsigned j = 0; !rc && j < ct->n_luns; j++) {
+		const struct conf_lun *cl = &ct->luns[j];
+
+		for (unsigned i = 0; fr->luns[cl->lun] && !rc && i < cl->n_faults; i++) {
+			snprintf(key, sizeof(key), "targets[%u].luns[%u].faults[%u]", fr->ct_index, j, i);
+			rc = check_rule(fr, &cl->faults[i], key, file, added, err, errlen);
+		}
+	}
+	if (!rc)
+		rc = check_room(fr, file, added, err, errlen);
+	pthread_mutex_unlock(&ctl_lock);
+	free(added);
+	return rc;
+}
+
+/* The ids of the rules from one origin (a target-wide rule is on every
+ * LUN: counted once). */
+struct id_collect {
+	enum fault_origin o;
+	unsigned *ids;
+	unsigned n, cap;
+};
+
+static void collect_origin(const struct scsi_fault_rule *r, void *arg)
+{
+	struct id_collect *c = arg;
+	unsigned id = scsi_fault_rule_id(r);
+
+	if (scsi_fault_rule_spec(r)->origin != c->o)
+		return;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->ids[i] == id)
+			return;
+	if (c->n < c->cap)
+		c->ids[c->n++] = id;
+}
+
+void fault_reload_lun(struct iscsi_target *t, struct scsi_lun *lun, const struct conf_lun *cl,
+		      struct fault_reload_result *res)
+{
+	const enum fault_origin o = FAULT_FROM_LUN;
+	struct scsi_fault_retired ret = { .n = 0 };
+
+	pthread_mutex_lock(&ctl_lock);
+	res->disarmed = scsi_fault_remove(lun, origin_match, (void *)&o, &ret);
+	retire(&ret);
+	res->failed = arm_lun_locked(t, lun, cl, true);
+	res->armed = cl->n_faults - res->failed;
+	transport_refresh();
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+void fault_reload_target(struct iscsi_target *t, const struct conf_target *ct,
+			 struct fault_reload_result *res)
+{
+	const enum fault_origin o = FAULT_FROM_TARGET;
+	struct conn_origin co = { t, FAULT_FROM_TARGET };
+	unsigned ids[FAULT_MAX_RULES * 4], n_ids = 0;
+
+	memset(res, 0, sizeof(*res));
+	pthread_mutex_lock(&ctl_lock);
+	for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
+		struct scsi_lun *l = lun_of(t, k);
+		struct scsi_fault_retired ret = { .n = 0 };
+		struct id_collect c = { o, ids, n_ids, ARRAY_SIZE(ids) };
+
+		if (!l || !scsi_fault_armed(l))
+			continue;
+		scsi_fault_for_each(l, collect_origin, &c);
+		n_ids = c.n;
+		scsi_fault_remove(l, origin_match, (void *)&o, &ret);
+		retire(&ret);
+	}
+	res->disarmed = n_ids + fault_conn_remove(conn_origin_match, &co);
+	for (unsigned i = 0; i < ct->n_faults; i++) {
+		char err[512] = "";
+
+		if (arm_locked(t, &ct->faults[i], err, sizeof(err), NULL)) {
+			res->armed++;
+		} else {
+			log_err("%s:%d: faults: %s", target_runtime->conf && target_runtime->conf->file ?
+				target_runtime->conf->file : "config", ct->faults[i].spec.line, err);
+			res->failed++;
+		}
+	}
+	transport_refresh();
+	pthread_mutex_unlock(&ctl_lock);
 }
 
 /* ---- listing -------------------------------------------------------- */

@@ -15,6 +15,10 @@
  *   LUN shrunk (size)      refused: a reload never shrinks a LUN nor cuts
  *                          its file (targetctl lun resize --shrink --force
  *                          is the one way, and says it destroys data)
+ *   LUN faults changed     the LUN stays (not reopened): the rules its old
+ *                          faults list armed are disarmed, the new ones armed
+ *   target faults changed  the same for the target's own faults list
+ *                          (rules armed with `targetctl fault add` stay)
  *   LUN otherwise changed  replaced: removed and added under the same id
  *   ACL / CHAP / alias     changed for new logins; sessions of initiators no
  *                          longer allowed are closed
@@ -144,7 +148,7 @@ static const struct conf_lun *conf_find_lun(const struct conf_target *ct, unsign
 	return NULL;
 }
 
-/* Same LUN apart from its size? */
+/* Same LUN apart from its size and its faults? */
 static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b)
 {
 	return str_eq(a->backstore, b->backstore) && str_eq(a->path, b->path) &&
@@ -155,8 +159,7 @@ static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b
 	       a->hard_limit.bytes == b->hard_limit.bytes && a->hard_limit.pct == b->hard_limit.pct &&
 	       a->soft_threshold.bytes == b->soft_threshold.bytes &&
 	       a->soft_threshold.pct == b->soft_threshold.pct && str_eq(a->serial, b->serial) &&
-	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product) &&
-	       fault_config_equal(a, b);
+	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product);
 }
 
 static bool acl_equal(const struct conf_target *a, const struct conf_target *b)
@@ -198,6 +201,8 @@ struct plan {
 	unsigned n_gone;
 	const struct conf_target **added; /* targets to add */
 	unsigned n_added;
+	struct fault_reload *fr;          /* targets that stay, whose rules of the file change */
+	unsigned n_fr;
 };
 
 static struct lun_change *plan_push(struct plan *p)
@@ -220,6 +225,7 @@ static void plan_free(struct plan *p)
 	free(p->ch);
 	free(p->gone);
 	free(p->added);
+	free(p->fr);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -291,6 +297,42 @@ static void refuse_shrink(struct reload_report *rep, const struct conf *nc, cons
 		(unsigned long long)cur, t->iqn, cl->lun, (unsigned long long)want);
 }
 
+/* The rules of the file for target t, which stays (ct: its new
+ * configuration, index its place in the file): the target's own list
+ * changed, or the list of a LUN that otherwise stays (such a LUN is not
+ * reopened: only its rules are swapped). */
+static int plan_faults(struct plan *p, struct iscsi_target *t, const struct conf_target *ct,
+		       unsigned index)
+{
+	const struct conf_target *ot = conf_find_target(conf_running, t->iqn);
+	struct fault_reload *fr, *n;
+	bool any;
+
+	if (!ot)
+		return 0;
+	n = realloc(p->fr, (p->n_fr + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	p->fr = n;
+	fr = &p->fr[p->n_fr];
+	memset(fr, 0, sizeof(*fr));
+	fr->t = t;
+	fr->ct = ct;
+	fr->ct_index = index;
+	fr->target = !fault_config_equal(ot->faults, ot->n_faults, ct->faults, ct->n_faults);
+	any = fr->target;
+	for (unsigned j = 0; j < ct->n_luns; j++) {
+		const struct conf_lun *nl = &ct->luns[j], *ol = conf_find_lun(ot, nl->lun);
+
+		if (ol && scsi_target_lun(&t->st, nl->lun) && lun_same_but_size(ol, nl) &&
+		    !fault_config_equal(ol->faults, ol->n_faults, nl->faults, nl->n_faults))
+			any = fr->luns[nl->lun] = true;
+	}
+	if (any)
+		p->n_fr++;
+	return 0;
+}
+
 /* The difference between the running targets and nc, as changes. */
 static int plan_diff(struct plan *p, const struct conf *nc, struct reload_report *rep)
 {
@@ -326,6 +368,8 @@ static int plan_diff(struct plan *p, const struct conf *nc, struct reload_report
 			}
 			continue;
 		}
+		if (plan_faults(p, t, ct, (unsigned)(ct - nc->targets)))
+			return -1;
 		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++) {
 			const struct conf_lun *ol = conf_find_lun(conf_find_target(conf_running, t->iqn), k);
 			const struct conf_lun *nl = conf_find_lun(ct, k);
@@ -452,6 +496,23 @@ static int plan_build(struct plan *p, const struct conf *nc, const struct reload
 					strerror(-e));
 				return -1;
 			}
+		}
+	}
+	/* Rules of the file that change: each must be armable on the LUNs
+	 * the target will have. */
+	for (unsigned i = 0; i < p->n_fr; i++) {
+		struct fault_reload *fr = &p->fr[i];
+		char err[768];
+
+		for (unsigned k = 0; k < SCSI_MAX_LUNS; k++)
+			fr->after[k] = scsi_target_lun(&fr->t->st, k);
+		for (unsigned j = 0; j < p->n; j++)
+			if (p->ch[j].t == fr->t && p->ch[j].action != LA_RESIZE)
+				fr->after[p->ch[j].old_lun ? p->ch[j].old_lun->id : p->ch[j].cl->lun] =
+					p->ch[j].new_lun;
+		if (fault_reload_check(fr, nc->file, err, sizeof(err))) {
+			rep_add(rep, "%s", err);
+			return -1;
 		}
 	}
 	/* New targets: their backstores must open too (tried, closed again;
@@ -718,6 +779,41 @@ static void apply_targets(const struct conf *nc, const char *why, struct reload_
 	}
 }
 
+/* Apply, part 3: the rules of the file that changed (after part 1: a
+ * target-wide rule goes on the LUNs the target has now). */
+static void apply_faults(struct plan *p, const char *why, struct reload_report *rep)
+{
+	for (unsigned i = 0; i < p->n_fr; i++) {
+		struct fault_reload *fr = &p->fr[i];
+		struct fault_reload_result res;
+
+		for (unsigned j = 0; j < fr->ct->n_luns; j++) {
+			const struct conf_lun *cl = &fr->ct->luns[j];
+			struct scsi_lun *lun = scsi_target_lun(&fr->t->st, cl->lun);
+
+			if (!fr->luns[cl->lun] || !lun)
+				continue;
+			fault_reload_lun(fr->t, lun, cl, &res);
+			rep_add(rep, "target %s LUN %u: faults of the file changed: %u rules disarmed, %u armed%s",
+				fr->t->iqn, cl->lun, res.disarmed, res.armed,
+				res.failed ? " (some could not be armed: see the log)" : "");
+			log_event(res.failed ? LOG_LVL_WARN : LOG_LVL_INFO, "faults_changed",
+				  KV_S("target", fr->t->iqn), KV_U("lun", cl->lun),
+				  KV_U("disarmed", res.disarmed), KV_U("armed", res.armed),
+				  KV_U("failed", res.failed), KV_S("by", why));
+		}
+		if (!fr->target)
+			continue;
+		fault_reload_target(fr->t, fr->ct, &res);
+		rep_add(rep, "target %s: faults of the file changed: %u rules disarmed, %u armed%s",
+			fr->t->iqn, res.disarmed, res.armed,
+			res.failed ? " (some could not be armed: see the log)" : "");
+		log_event(res.failed ? LOG_LVL_WARN : LOG_LVL_INFO, "faults_changed",
+			  KV_S("target", fr->t->iqn), KV_U("disarmed", res.disarmed), KV_U("armed", res.armed),
+			  KV_U("failed", res.failed), KV_S("by", why));
+	}
+}
+
 /* After: free what nothing can reach any more; cut a file shrunk on
  * purpose once the commands that saw the old size are done. */
 static void apply_after(struct plan *p, struct reload_report *rep)
@@ -768,6 +864,7 @@ int reload_apply(struct conf *nc, const struct reload_opts *o, struct reload_rep
 	pthread_rwlock_wrlock(&runtime_lock);
 	apply_luns(&p, why, rep);
 	apply_targets(nc, why, rep, &stale);
+	apply_faults(&p, why, rep);
 	for (unsigned i = 0; i < p.n_added; i++) {
 		if (target_add(target_runtime, p.added[i]))
 			rep_add(rep, "target %s: could not be built (see the log)", p.added[i]->iqn);

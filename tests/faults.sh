@@ -365,6 +365,84 @@ case_determinism() {
 		diff "$T/det.log.1" "$T/det.log.2" && diff "$T/det.client.1" "$T/det.client.2"
 }
 
+# A reload (targetd-faults(7) RELOAD): the rules of the file that changed
+# are swapped, the ones armed at runtime stay, a LUN whose only change is
+# its faults is not reopened (its memory keeps its data), and a rule that
+# cannot be armed refuses the whole reload with FILE:LINE: key.
+RIQN=$IQN-reload
+RPORT=$(free_port) || exit 99
+UR=iscsi://127.0.0.1:$RPORT/$RIQN/0
+rl_conf() {   # TARGET-RULES LUN-RULES
+	write_conf "$T/reload.conf" <<EOF
+listen = [ "127.0.0.1:$RPORT" ];
+threads = 2;
+state_dir = "$T/state";
+control_socket = "$T/reload.sock";
+targets = ( { iqn = "$RIQN";
+  faults = ( $1 );
+  luns = ( { lun = 0; backstore = "memory"; size = "8M";
+    faults = ( $2 ); } ); } );
+EOF
+}
+RCTL() { "$TARGETCTL" -s "$T/reload.sock" "$@"; }
+
+rl_start() {
+	rl_conf '{ name = "t-old"; action = "busy"; op = "read"; lba = "0-9"; }' \
+		'{ name = "l-old"; action = "medium-error"; op = "read"; lba = "100-109"; }' &&
+		start_daemon "$RPORT" -c "$T/reload.conf"
+}
+
+rl_arm() {
+	RCTL fault add "$RIQN" 0 name=rt action=task-set-full op=read lba=200-209 >/dev/null &&
+		FT fill "$UR" 1000 64 5 &&
+		FT expect "$UR" read 0 8 busy read 100 8 3/11/00@100 read 200 8 task-set-full read 20 8 good
+}
+
+case_reload_swap() {
+	rl_conf '{ name = "t-new"; action = "busy"; op = "read"; lba = "20-29"; }' \
+		'{ name = "l-new"; action = "medium-error"; op = "read"; lba = "120-129"; }' &&
+		RCTL reload | tee "$T/reload.out" || return 1
+	RCTL fault list | tee "$T/reload.list" || return 1
+	grep -q "target $RIQN: faults of the file changed: 1 rules disarmed, 1 armed" "$T/reload.out" &&
+		grep -q "target $RIQN LUN 0: faults of the file changed: 1 rules disarmed, 1 armed" "$T/reload.out" &&
+		! grep -q "replaced" "$T/reload.out" &&
+		grep -q "faults_changed target=$RIQN disarmed=1 armed=1" "$TD_DAEMON_LOG" &&
+		grep -q "faults_changed target=$RIQN lun=0 disarmed=1 armed=1" "$TD_DAEMON_LOG" &&
+		! grep -q "t-old\|l-old" "$T/reload.list" &&
+		grep -q "t-new" "$T/reload.list" && grep -q "l-new" "$T/reload.list" &&
+		grep -q "rt " "$T/reload.list" &&
+		FT expect "$UR" read 0 8 good read 20 8 busy read 100 8 good read 120 8 3/11/00@120 \
+			read 200 8 task-set-full &&
+		FT check "$UR" 1000 64 5
+}
+
+case_reload_refused() {
+	local line
+	rl_conf '{ name = "t-new"; action = "busy"; op = "read"; lba = "20-29"; },
+             { name = "t-bad"; action = "busy"; portal = "127.0.0.1:1"; }' \
+		'{ name = "l-bad"; action = "busy"; op = "read"; }' || return 1
+	if RCTL reload >"$T/refused.out" 2>&1; then
+		cat "$T/refused.out"
+		echo "a reload with a rule that cannot be armed was applied"
+		return 1
+	fi
+	cat "$T/refused.out"
+	line=$(grep -n 't-bad' "$T/reload.conf" | cut -d: -f1)
+	grep -q "reload.conf:$line: targets\[0\].faults\[1\].portal: portal 127.0.0.1:1 is not one this daemon listens on" \
+		"$T/refused.out" || return 1
+	RCTL fault list | tee "$T/refused.list" || return 1
+	grep -q "t-new" "$T/refused.list" && grep -q "l-new" "$T/refused.list" &&
+		! grep -q "t-bad\|l-bad" "$T/refused.list" &&
+		FT expect "$UR" read 20 8 busy read 120 8 3/11/00@120 read 200 8 task-set-full read 300 8 good
+}
+
+case_reload_clear() {
+	rl_conf '' '' && RCTL reload | tee "$T/cleared.out" || return 1
+	grep -q "faults of the file changed: 1 rules disarmed, 0 armed" "$T/cleared.out" &&
+		FT expect "$UR" read 20 8 good read 120 8 good read 200 8 task-set-full &&
+		RCTL fault clear >/dev/null && FT expect "$UR" read 200 8 good
+}
+
 run_test "configuration errors name FILE:LINE: key" case_conf_errors
 start_daemon "$P1" -v -c "$T/targetd.conf" || exit 1
 run_test "write the reference pattern" FT fill "$U" 0 2048 11
@@ -398,5 +476,11 @@ run_test "path-flap" case_path_flap
 run_test "fault stats and /metrics" case_stats_metrics
 run_test "data intact at the end" case_data_intact
 run_here "daemon stops cleanly" stop_daemon
+run_here "reload: a daemon with rules in its file" rl_start
+run_test "reload: a rule armed at runtime, data written" rl_arm
+run_test "reload: changed faults lists swapped, runtime rule kept, LUN not reopened" case_reload_swap
+run_test "reload: a rule that cannot be armed refuses it, old rules stay" case_reload_refused
+run_test "reload: emptied faults lists disarm the file's rules only" case_reload_clear
+run_here "reload daemon stops cleanly" stop_daemon
 run_test "determinism: two runs, same injection log" case_determinism
 td_summary
