@@ -3,7 +3,8 @@
  * every type shares (COPY between any two backstores, zero-buffer writes).
  *
  * DESIGN: a struct backstore is immutable after open except `size` (resize
- * stores it atomically); requests carry all their state in struct bs_io.
+ * stores it atomically) and the file backstore's inline-write state (atomics,
+ * see bs_file.c); requests carry all their state in struct bs_io.
  * backstore_copy_work() runs on the worker pool; its bounce buffer is the
  * worker's private scratch buffer, so nothing is shared between workers.
  */

@@ -147,8 +147,20 @@ struct backstore {
 	uint8_t *mem_base;        /* memory backstore: the whole LUN (tests peek) */
 	uint8_t *map_base;        /* page-cache file: a read-only shared mapping */
 	uint64_t map_len;         /* bytes of map_base (the size at open) */
+	/* File: buffered WRITEs copied on the submitting thread (bs_file.c);
+	 * shared by every thread that submits, hence atomics. */
+	atomic_int wr_inline_mode;            /* enum bs_file_wr_mode, below */
+	_Atomic uint64_t wr_inline_off_until; /* ns: after a stall, not before */
+	_Atomic uint64_t wr_inline_last_stall;/* ns of the last stall, 0: none */
+	atomic_uint wr_inline_strikes;        /* stalls close together (backoff) */
+	_Atomic uint64_t wr_inline;           /* writes done that way (tests) */
 	void *priv;
 };
+
+/* bs->wr_inline_mode: not known yet; the file system writes into the page
+ * cache without blocking (io_uring does it inline); it cannot (copy on the
+ * submitting thread, bs_file.c). */
+enum bs_file_wr_mode { BS_FILE_WR_PROBE, BS_FILE_WR_URING, BS_FILE_WR_INLINE };
 
 /* Open by p->type. On failure returns -errno (or -EINVAL) and writes a
  * human-readable reason into err. */

@@ -405,6 +405,76 @@ START_TEST(test_fua_flush)
 }
 END_TEST
 
+/* Buffered page-cache WRITEs copied on the submitting thread where the
+ * file system cannot write without blocking (bs_file.c, "Inline writes"):
+ * only resident ranges, never FUA or long writes, not while backed off;
+ * the completion still comes from the engine's poll, never from submit. */
+START_TEST(test_inline_write)
+{
+	struct io_engine *eng = eng_for(_i, 16);
+	struct backstore *bs = open_file("inline", 4 * MiB, true, true);
+	static uint8_t wbuf[256 << 10], rbuf[sizeof(wbuf)];
+	struct iovec iov[2] = { { wbuf, 1536 }, { wbuf + 1536, 8192 - 1536 } };
+	uint64_t n0;
+	bool inl;
+	struct tio t;
+
+	/* A hole that was never read is not in the page cache: the engine. */
+	fill(wbuf, 8192, 1);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, 0, wbuf, 8192, 0), 8192);
+	ck_assert_uint_eq(atomic_load(&bs->wr_inline), 0);
+	ck_assert_int_eq(atomic_load(&bs->wr_inline_mode), BS_FILE_WR_PROBE);
+
+	/* Now resident: the first eligible write asks the file system. */
+	fill(wbuf, 8192, 2);
+	tio_init(&t, bs, BS_OP_WRITE, 0, NULL, 8192);
+	t.io.iov = iov;
+	t.io.iovcnt = 2;
+	ck_assert_int_eq(tio_run(eng, &t), 8192);
+	ck_assert_int_ne(atomic_load(&bs->wr_inline_mode), BS_FILE_WR_PROBE);
+	inl = atomic_load(&bs->wr_inline_mode) == BS_FILE_WR_INLINE;
+	if (inl)
+		ck_assert_uint_eq(atomic_load(&bs->wr_inline), 1);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, 0, rbuf, 8192, 0), 8192);
+	ck_assert_mem_eq(rbuf, wbuf, 8192);
+	n0 = atomic_load(&bs->wr_inline);
+
+	/* FUA (also every write with WCE=0) waits for the disk: the engine. */
+	fill(wbuf, 4096, 3);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, 0, wbuf, 4096, BS_IO_FUA), 4096);
+	ck_assert_uint_eq(atomic_load(&bs->wr_inline), n0);
+
+	/* Longer than 128 KiB: the engine, even when resident. */
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, MiB, rbuf, sizeof(rbuf), 0), sizeof(rbuf));
+	fill(wbuf, sizeof(wbuf), 4);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, MiB, wbuf, sizeof(wbuf), 0), sizeof(wbuf));
+	ck_assert_uint_eq(atomic_load(&bs->wr_inline), n0);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, MiB, rbuf, sizeof(rbuf), 0), sizeof(rbuf));
+	ck_assert_mem_eq(rbuf, wbuf, sizeof(wbuf));
+
+	/* 128 KiB of a resident range: inline where the file system needs it. */
+	fill(wbuf, 128 << 10, 5);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, MiB + 4096, wbuf, 128 << 10, 0), 128 << 10);
+	ck_assert_uint_eq(atomic_load(&bs->wr_inline), n0 + (inl ? 1 : 0));
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_READ, MiB + 4096, rbuf, 128 << 10, 0), 128 << 10);
+	ck_assert_mem_eq(rbuf, wbuf, 128 << 10);
+	n0 = atomic_load(&bs->wr_inline);
+
+	/* Backed off after a stall: the engine until the time has come. */
+	atomic_store(&bs->wr_inline_off_until, backstore_now_ns() + 3600ull * 1000000000u);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, MiB, wbuf, 4096, 0), 4096);
+	ck_assert_uint_eq(atomic_load(&bs->wr_inline), n0);
+	atomic_store(&bs->wr_inline_off_until, 0);
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, MiB, wbuf, 4096, 0), 4096);
+	ck_assert_uint_eq(atomic_load(&bs->wr_inline), n0 + (inl ? 1 : 0));
+
+	/* Out of range still fails cleanly on this path. */
+	ck_assert_int_eq(do_io(eng, bs, BS_OP_WRITE, 4 * MiB - 512, wbuf, 4096, 0), -EINVAL);
+	backstore_close(bs);
+	io_engine_destroy(eng);
+}
+END_TEST
+
 /* ---- zeroes, discard, provisioning --------------------------------------- */
 
 START_TEST(test_zeroes_discard_thin)
@@ -1264,6 +1334,7 @@ Suite *backstore_suite(void)
 	tcase_add_loop_test(tc, test_rw_roundtrip, 0, 2);
 	tcase_add_loop_test(tc, test_many_in_flight, 0, 2);
 	tcase_add_loop_test(tc, test_fua_flush, 0, 2);
+	tcase_add_loop_test(tc, test_inline_write, 0, 2);
 	tcase_add_loop_test(tc, test_zeroes_discard_thin, 0, 2);
 	tcase_add_loop_test(tc, test_discard_thick, 0, 2);
 	tcase_add_test(tc, test_lba_status_file);

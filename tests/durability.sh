@@ -1,9 +1,13 @@
 #!/bin/bash
 # Durability: an acknowledged write survives the daemon's death.
 #
-# Two file LUNs: LUN 0 (512-byte blocks) gets WRITE(10)/WRITE(16) with
+# Three file LUNs: LUN 0 (512-byte blocks) gets WRITE(10)/WRITE(16) with
 # FUA=1; LUN 1 (4096-byte blocks) first has its write cache turned off
-# (MODE SELECT, Caching page, WCE=0) and then gets plain writes. `itest
+# (MODE SELECT, Caching page, WCE=0) and then gets plain writes; LUN 2
+# (512-byte blocks) keeps its write cache on and gets plain writes, which
+# the daemon copies into the page cache on its network thread where the
+# file system cannot write without blocking (backstore/bs_file.c, "Inline
+# writes"; the daemon's log says which, and the round checks it). `itest
 # durable-write` keeps 32 writes in flight on each LUN, pass after pass
 # over the region, and sends SIGKILL to the daemon itself once every LUN
 # has 64 writes acknowledged (one at least in its current pass) and more
@@ -41,13 +45,15 @@ targets = (
     iqn = "$IQN";
     luns = (
       { lun = 0; backstore = "file"; path = "$T/fua.img"; size = "256M"; thin = true; },
-      { lun = 1; backstore = "file"; path = "$T/wce.img"; size = "256M"; thin = true; block_size = 4096; }
+      { lun = 1; backstore = "file"; path = "$T/wce.img"; size = "256M"; thin = true; block_size = 4096; },
+      { lun = 2; backstore = "file"; path = "$T/cache.img"; size = "256M"; thin = true; }
     );
   }
 );
 EOF
 URL0=iscsi://$P/$IQN/0
 URL1=iscsi://$P/$IQN/1
+URL2=iscsi://$P/$IQN/2
 
 # kill_round N: writes in flight on both LUNs, the daemon killed by the
 # client; then the daemon must really be gone (status 137 = SIGKILL).
@@ -58,16 +64,27 @@ kill_round() {
 	local passes=1
 	[ "$1" = "$ROUNDS" ] && passes=2
 	ITEST_DURABLE_PASSES=$passes timeout -k 10 $((300 * TD_TIME_SCALE)) "$ITEST" -s "$((0x5eed0000 + $1))" durable-write "$TD_DAEMON_PID" "$T/state.$1" "$NBLOCKS" \
-		"$URL0" "$URL1,wce-off" || return 1
+		"$URL0" "$URL1,wce-off" "$URL2,cache" || return 1
 	wait "$TD_DAEMON_PID"
 	rc=$?
 	TD_DAEMON_PID=
 	echo "daemon exit status $rc"
 	[ "$rc" = 137 ] || { echo "expected 137 (SIGKILL)"; return 1; }
+	# LUN 2's writes took the inline path, or the file system writes
+	# without blocking and they stayed on the I/O engine: either way the
+	# daemon said which when it first wrote there
+	if grep -q "cache.img: the file system cannot write without blocking" "$TD_DAEMON_LOG"; then
+		echo "LUN 2: page-cache writes done on the network thread"
+	elif grep -q "cache.img: the file system writes without blocking" "$TD_DAEMON_LOG"; then
+		echo "LUN 2: the file system writes without blocking; writes stayed on the I/O engine"
+	else
+		echo "LUN 2: the daemon never decided how to write its page-cache writes"
+		return 1
+	fi
 }
 
 td_kill_rounds "$ROUNDS" "$PORT" "$CONF" "$T/state" kill_round \
-	"FUA and WCE-off writes in flight, kill -9" \
+	"FUA, WCE-off and write-cache writes in flight, kill -9" \
 	"after restart every acknowledged block reads back"
 
 td_summary

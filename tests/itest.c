@@ -18,7 +18,7 @@
  *   itest [options] mark URL SEED                 write extents derived from SEED
  *   itest [options] check-mark URL SEED           verify them (e.g. after a restart)
  *   itest [options] write-zeros URL LBA NBLOCKS   write zeros there (WRITE(16))
- *   itest [options] durable-write PID STATE NBLOCKS URL[,wce-off|,atomic]...
+ *   itest [options] durable-write PID STATE NBLOCKS URL[,wce-off|,atomic|,cache]...
  *                                                 writes in flight, kill -9 PID, keep what was acknowledged
  *   itest [options] durable-check STATE           after a restart: acknowledged blocks hold the new data
  *                                                 (tests/itest_durable.c)

@@ -4,7 +4,7 @@
  *   write-zeros URL LBA NBLOCKS
  *       write zeros over NBLOCKS blocks from LBA with WRITE(16).
  *
- *   durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]...
+ *   durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off|,atomic|,cache]...
  *       on each LUN: fill blocks 0..NBLOCKS-1 with an "old" pattern and
  *       SYNCHRONIZE CACHE; then write over the same blocks, pass after
  *       pass, until the kill: each pass writes a pattern of its own (its
@@ -13,7 +13,10 @@
  *       next pass starts when every write of the last one is acknowledged,
  *       so a block never has two writes in flight. A plain URL gets FUA=1
  *       writes; ",wce-off" first turns the Caching page's WCE off with
- *       MODE SELECT(10) and then writes with FUA=0; ",atomic" sends WRITE
+ *       MODE SELECT(10) and then writes with FUA=0; ",cache" leaves the
+ *       write cache on and writes with FUA=0 (nothing asks for more than
+ *       the kernel's page cache, which a process kill does not lose: the
+ *       daemon's inline page-cache writes, backstore/bs_file.c); ",atomic" sends WRITE
  *       ATOMIC(16) with FUA=1 instead, in extents the LUN's atomic limits
  *       allow (multiples of ATOMIC TRANSFER LENGTH GRANULARITY, aligned to
  *       it, of any length up to the largest power of two within MAXIMUM
@@ -74,6 +77,7 @@ struct dur_lun {
 	struct itest_conn c;
 	char url[1024];
 	bool wce_off;
+	bool cache;               /* ",cache": WCE on, FUA=0 */
 	bool atomic;                  /* WRITE ATOMIC(16) */
 	struct itest_geom g;
 	uint64_t nblocks;             /* region: blocks 0..nblocks-1 */
@@ -306,7 +310,7 @@ static void dur_issue(struct dur_lun *l)
 		struct dur_extent *e = &l->ext[l->next++];
 		struct dur_tag *tag = malloc(sizeof(*tag));
 		unsigned char *p = l->data + (size_t)e->lba * l->g.bs;
-		int fua = l->wce_off ? 0 : 1;
+		int fua = l->wce_off || l->cache ? 0 : 1;
 		struct scsi_task *t;
 
 		CHECK(tag, "out of memory");
@@ -366,7 +370,8 @@ int itest_durable_write(int argc, char **argv)
 	double t0, kill_at = 0;
 
 	CHECK(argc >= 4 && argc - 3 <= DUR_MAX_LUNS,
-	      "usage: durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off]... (up to %d URLs)",
+	      "usage: durable-write DAEMON-PID STATE NBLOCKS URL[,wce-off|,atomic|,cache]... "
+	      "(up to %d URLs)",
 	      DUR_MAX_LUNS);
 	pid = (pid_t)strtol(argv[0], NULL, 10);
 	CHECK(pid > 1, "bad daemon pid %s", argv[0]);
@@ -388,10 +393,11 @@ int itest_durable_write(int argc, char **argv)
 		snprintf(l->url, sizeof(l->url), "%s", argv[3 + i]);
 		comma = strchr(l->url, ',');
 		if (comma) {
-			CHECK(strcmp(comma, ",wce-off") == 0 || strcmp(comma, ",atomic") == 0,
-			      "unknown URL suffix %s", comma);
+			CHECK(strcmp(comma, ",wce-off") == 0 || strcmp(comma, ",atomic") == 0 ||
+			      strcmp(comma, ",cache") == 0, "unknown URL suffix %s", comma);
 			l->wce_off = strcmp(comma, ",wce-off") == 0;
-			l->atomic = !l->wce_off;
+			l->cache = strcmp(comma, ",cache") == 0;
+			l->atomic = strcmp(comma, ",atomic") == 0;
 			*comma = '\0';
 		}
 		/* every other session sends its data by R2T only */
@@ -411,6 +417,7 @@ int itest_durable_write(int argc, char **argv)
 		dur_plan(l);
 		itest_note("%s: %" PRIu64 " blocks of %u bytes, %zu extents, %s", l->url, l->nblocks,
 			   l->g.bs, l->n_ext, l->wce_off ? "WCE off, FUA=0" :
+			   l->cache ? "WCE on, FUA=0" :
 			   l->atomic ? "WRITE ATOMIC(16), FUA=1" : "FUA=1");
 	}
 
