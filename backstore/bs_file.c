@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/ioctl.h>
@@ -108,11 +109,11 @@ static const uint8_t *bs_file_zc_ptr(struct backstore *bs, uint64_t offset, uint
  *   - every page of the range is in the page cache (mincore() through the
  *     zero-copy mapping), so the file system reads nothing from the disk.
  * A copy can still block (dirty-page throttling, the journal): one that
- * takes longer than BS_FILE_INLINE_STALL_NS (10 ms) turns inline writes off
- * for the backstore for 1 s, doubled while stalls follow each other within
- * four such periods (at most 64 s); that threshold is well above a 128 KiB
- * copy and close to what a busy machine's scheduler may add by preemption,
- * which would hit the I/O engine's path just the same.
+ * takes longer than BS_FILE_INLINE_STALL_NS (10 ms, far above a 128 KiB
+ * copy) and slept (getrusage(RUSAGE_THREAD): a voluntary context switch;
+ * a busy machine's scheduler preempting the thread is not a stall) turns
+ * inline writes off for the backstore for 1 s, doubled while stalls follow
+ * each other within four such periods (at most 64 s).
  * Nothing else changes: the completion is delivered on the owner's next
  * poll like any other (io_engine_complete), the caller still holds its LBA
  * range lock until then, and FLUSH (fdatasync) covers these writes as it
@@ -148,15 +149,19 @@ static ssize_t bs_file_wr_probe(struct bs_io *io, int *mode)
 	return r;
 }
 
-/* After an inline copy that took t1 - t0 ns (see above): a stall turns
- * inline writes off for a while, longer when the last stall is recent. */
-static void bs_file_wr_timed(struct backstore *bs, uint64_t t0, uint64_t t1)
+/* An inline copy took t1 - t0 ns, more than BS_FILE_INLINE_STALL_NS. It
+ * stalled if the thread went to sleep in it (a voluntary context switch
+ * since nvcsw); merely waiting for a CPU on a busy machine is not a stall
+ * (the engine's path would have waited as long). A stall turns inline
+ * writes off for a while, longer when the last stall is recent. */
+static void bs_file_wr_slow(struct backstore *bs, uint64_t t0, uint64_t t1, long nvcsw)
 {
+	struct rusage ru;
 	uint64_t prev, backoff;
 	unsigned strikes;
 
-	if (likely(t1 - t0 < BS_FILE_INLINE_STALL_NS))
-		return;
+	if (nvcsw >= 0 && getrusage(RUSAGE_THREAD, &ru) == 0 && ru.ru_nvcsw == nvcsw)
+		return;   /* preempted, not blocked */
 	prev = atomic_exchange_explicit(&bs->wr_inline_last_stall, t1, memory_order_relaxed);
 	strikes = atomic_load_explicit(&bs->wr_inline_strikes, memory_order_relaxed);
 	backoff = BS_FILE_INLINE_BACKOFF_NS << strikes;
@@ -167,7 +172,7 @@ static void bs_file_wr_timed(struct backstore *bs, uint64_t t0, uint64_t t1)
 	atomic_store_explicit(&bs->wr_inline_strikes, strikes, memory_order_relaxed);
 	atomic_store_explicit(&bs->wr_inline_off_until, t1 + (BS_FILE_INLINE_BACKOFF_NS << strikes),
 			      memory_order_relaxed);
-	log_debug("%s: an inline write took %llu us: inline writes off for %llu ms", bs->path,
+	log_debug("%s: an inline write slept for %llu us: inline writes off for %llu ms", bs->path,
 		  (unsigned long long)((t1 - t0) / 1000),
 		  (unsigned long long)((BS_FILE_INLINE_BACKOFF_NS << strikes) / 1000000));
 }
@@ -195,9 +200,16 @@ static bool bs_file_write_inline(struct io_engine *eng, struct bs_io *io)
 			return false;
 	}
 	if (mode == BS_FILE_WR_INLINE) {
+		struct rusage ru;
+		long nvcsw = getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
+		int e;
+
 		r = pwritev(bs->fd, io->iov, io->iovcnt, (off_t)io->offset);
+		e = errno;
 		t1 = backstore_now_ns();
-		bs_file_wr_timed(bs, t0, t1);
+		if (unlikely(t1 - t0 >= BS_FILE_INLINE_STALL_NS))
+			bs_file_wr_slow(bs, t0, t1, nvcsw);
+		errno = e;
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			return false;
 	}
