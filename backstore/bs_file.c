@@ -130,7 +130,6 @@ static const uint8_t *bs_file_zc_ptr(struct backstore *bs, uint64_t offset, uint
 static ssize_t bs_file_wr_probe(struct bs_io *io, int *mode)
 {
 	ssize_t r = pwritev2(io->bs->fd, io->iov, io->iovcnt, (off_t)io->offset, RWF_NOWAIT);
-
 	int e = errno;
 
 	if (r >= 0 || e == EAGAIN)
