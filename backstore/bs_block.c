@@ -203,7 +203,7 @@ static int bs_block_resize(struct backstore *bs, uint64_t new_size, unsigned fla
 {
 	uint64_t devsize = 0;
 
-	if (new_size < __atomic_load_n(&bs->size, __ATOMIC_RELAXED) && !(flags & BS_RESIZE_SHRINK))
+	if (new_size < atomic_load_explicit(&bs->size, memory_order_relaxed) && !(flags & BS_RESIZE_SHRINK))
 		return -EPERM;
 	if (ioctl(bs->fd, BLKGETSIZE64, &devsize) < 0)
 		return -errno;

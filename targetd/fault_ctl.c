@@ -48,7 +48,7 @@ static unsigned next_id = 1;
 
 static struct scsi_lun *lun_of(struct iscsi_target *t, unsigned k)
 {
-	return __atomic_load_n(&t->st.luns[k], __ATOMIC_ACQUIRE);
+	return scsi_target_lun(&t->st, k);
 }
 
 /* Count the SCSI rules that need the transport, over every LUN. */
