@@ -13,6 +13,8 @@
 #     copy's network bytes; zero verifies, WRITE SAME sends < 1 %;
 #   - reclaim: allocated space back near zero after UNMAP;
 #   - bench --verify (random mixed, sequential writes) finds no mismatch;
+#     bench --data zero writes zeroes (reads check them, the backing file
+#     holds nothing else in the region) and refuses a read-only run;
 #     a write to a read-only LUN is reported as DATA PROTECT;
 #   - --plot writes a PNG (or SVG) that file(1) recognises.
 #
@@ -211,6 +213,40 @@ want(d["verify"]["blocks_checked"] > 0, "sequential: nothing checked")
 	file "$TD_TMP/bench.png" | grep -q 'PNG image data' || { file "$TD_TMP/bench.png"; return 1; }
 }
 
+case_bench_zero() {
+	local j=$TD_TMP/bzero.json e=$TD_TMP/bzero.err
+	# the region holds patterns from case_bench_verify: zero all of it
+	LAB bench "$URL/0" --region 73728:16384 --rw write --pattern seq --bs 64k --qd 4 --verify \
+		--data zero --ios 128 --json >"$j" 2>"$e" || { cat "$e"; return 1; }
+	jcheck "$j" '
+want(d["data"] == "zero", "data is %r" % d["data"])
+want("of zeroes" in d["workload"], "workload: %r" % d["workload"])
+want(d["verify"]["mismatches"] == 0, "%d mismatches" % d["verify"]["mismatches"])
+want(d["verify"]["blocks_checked"] == 16384, "%d blocks read back, not 16384" % d["verify"]["blocks_checked"])
+' || return 1
+	python3 -c 'import sys
+f = open(sys.argv[1], "rb"); f.seek(73728 * 512); b = f.read(16384 * 512)
+n = len(b) - b.count(0)
+sys.exit("%d bytes of the region are not zero in the backing file" % n if n or len(b) != 16384 * 512 else 0)' \
+		"$TD_TMP/lun0.img" || return 1
+	LAB bench "$URL/0" --region 73728:16384 --rw mixed --bs 8k --qd 8 --verify --data zero \
+		--ios 2000 --json >"$j" 2>"$e" || { cat "$e"; return 1; }
+	jcheck "$j" '
+want(d["verify"]["mismatches"] == 0, "mixed: %d mismatches" % d["verify"]["mismatches"])
+want(d["read"]["ios"] > 0 and d["write"]["ios"] > 0, "not a mix")
+' || return 1
+	if "$VAAI_LAB" bench "$URL/0" --data zero --ios 10 2>"$e" >/dev/null; then
+		echo "bench --data zero of reads ran"
+		return 1
+	fi
+	grep -q -- '--data zero: a read run writes nothing' "$e" || { cat "$e"; return 1; }
+	if "$VAAI_LAB" bench "$URL/0" --rw write --force --data ones --ios 10 2>"$e" >/dev/null; then
+		echo "bench --data ones ran"
+		return 1
+	fi
+	grep -q -- '--data ones: random or zero' "$e" || { cat "$e"; return 1; }
+}
+
 case_sense() {
 	local e=$TD_TMP/ro.err
 	if "$VAAI_LAB" bench "$URL/2" --rw write --force --ios 10 2>"$e" >/dev/null; then
@@ -228,6 +264,7 @@ run_test "clone: verified, EXTENDED COPY < 1% of the host copy's network bytes" 
 run_test "zero: verified, WRITE SAME < 1% of the network bytes" case_zero
 run_test "reclaim: space back after UNMAP" case_reclaim
 run_test "bench --verify: no mismatch" case_bench_verify
+run_test "bench --data zero: zeroes written and read back" case_bench_zero
 run_test "target errors shown as decoded sense" case_sense
 run_here "daemon stops cleanly" stop_daemon
 td_summary

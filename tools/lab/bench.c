@@ -15,7 +15,8 @@
  * and a busy flag: a slot never picks a unit another slot is using, so
  * the content of a unit is always the pattern of its last generation,
  * which a read checks; at the end every written unit is read back once
- * more.
+ * more. With --data zero every write carries zeroes (what a guest zeroing
+ * deleted space sends), and a read of a written unit must return zeroes.
  */
 #include "config.h"
 #include <inttypes.h>
@@ -175,6 +176,15 @@ static bool slot_pick_final(struct bench_slot *sl)
 	return true;
 }
 
+/* --data zero: the offset of the first byte that is not zero, or -1 */
+static int64_t zero_check(const uint8_t *buf, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (buf[i])
+			return i;
+	return -1;
+}
+
 static void slot_check(struct bench_slot *sl)
 {
 	struct bench *b = sl->b;
@@ -184,7 +194,8 @@ static void slot_check(struct bench_slot *sl)
 	if (!sl->gen)
 		return;                 /* never written by this run */
 	b->checked += b->unit_blocks;
-	bad = lab_pattern_check(sl->buf, b->unit_blocks, b->bs, lba, sl->gen, b->salt);
+	bad = b->o->zero_data ? zero_check(sl->buf, b->o->bs)
+			      : lab_pattern_check(sl->buf, b->unit_blocks, b->bs, lba, sl->gen, b->salt);
 	if (bad < 0)
 		return;
 	b->mismatches++;
@@ -252,9 +263,11 @@ static void slot_issue(struct bench_slot *sl)
 	if (b->busy) {
 		b->busy[sl->unit] = 1;
 		sl->gen = sl->write ? b->gen[sl->unit] + 1 : b->gen[sl->unit];
-		if (sl->write)
+		if (sl->write && !b->o->zero_data)
 			lab_pattern_fill(sl->buf, b->unit_blocks, b->bs, lba, sl->gen, b->salt);
 	}
+	if (sl->write && b->o->zero_data && b->o->read_pct > 0)
+		memset(sl->buf, 0, b->o->bs);   /* a read may have filled it */
 	if (sl->write)
 		lab_write16(&sl->io, lba, b->unit_blocks, sl->buf);
 	else
@@ -346,8 +359,10 @@ static void bench_open(struct bench *b, const struct lab_opts *o)
 			sl->io.priv = sl;
 			sl->idle = true;
 			sl->buf = lab_xalloc_aligned(o->bs);
-			/* without --verify, writes carry a fixed pattern */
-			lab_pattern_fill(sl->buf, b->unit_blocks, b->bs, k, i + 1, 0x62656e6368ull);
+			/* without --verify, writes carry a fixed pattern (or
+			 * the zeroes lab_xalloc_aligned() left, --data zero) */
+			if (!o->zero_data)
+				lab_pattern_fill(sl->buf, b->unit_blocks, b->bs, k, i + 1, 0x62656e6368ull);
 		}
 	}
 	lab_timer_init(&b->timer, timer_fired, b);
@@ -380,8 +395,9 @@ static const char *bench_desc(const struct bench *b, char *buf, size_t n)
 		snprintf(rw, sizeof(rw), "write");
 	else
 		snprintf(rw, sizeof(rw), "%d/%d read/write", o->read_pct, 100 - o->read_pct);
-	snprintf(buf, n, "%s %s %s QD%u x %u session%s over %s", lab_fmt_bytes(o->bs, sz, sizeof(sz)),
-		 o->random ? "random" : "sequential", rw, o->qd, o->sessions, o->sessions > 1 ? "s" : "",
+	snprintf(buf, n, "%s %s %s%s QD%u x %u session%s over %s", lab_fmt_bytes(o->bs, sz, sizeof(sz)),
+		 o->random ? "random" : "sequential", rw, o->zero_data ? " of zeroes" : "", o->qd,
+		 o->sessions, o->sessions > 1 ? "s" : "",
 		 lab_fmt_bytes(b->units * o->bs, (char[32]){ 0 }, 32));
 	return buf;
 }
@@ -408,6 +424,7 @@ static void bench_json(const struct bench *b, double secs, const struct lab_hist
 	json_object_object_add(r, "workload", json_object_new_string(bench_desc(b, desc, sizeof(desc))));
 	json_object_object_add(r, "read_pct", json_object_new_int(o->read_pct));
 	json_object_object_add(r, "pattern", json_object_new_string(o->random ? "random" : "sequential"));
+	json_object_object_add(r, "data", json_object_new_string(o->zero_data ? "zero" : "random"));
 	json_object_object_add(r, "bs", json_object_new_int((int)o->bs));
 	json_object_object_add(r, "qd", json_object_new_int((int)o->qd));
 	json_object_object_add(r, "sessions", json_object_new_int((int)o->sessions));

@@ -78,6 +78,7 @@ struct lab_opts {
 	double warmup;
 	uint64_t ios;                   /* instead of seconds */
 	bool verify;
+	bool zero_data;                 /* --data zero: writes carry zeroes */
 	/* replay */
 	const char *trace;              /* the trace file */
 	bool fast;                      /* as fast as the queue depths allow */

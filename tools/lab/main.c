@@ -38,7 +38,7 @@ enum opt_id {
 	O_CONTROL = 256, O_JSON, O_PLOT, O_INITIATOR, O_FORCE, O_REGION, O_BACKING, O_HOSTS, O_MODES,
 	O_SECONDS, O_UPDATES, O_ROUNDS, O_SCENARIO, O_BURST, O_PAUSE, O_THINK, O_FILES, O_VM_RW, O_VM_BS,
 	O_VM_QD, O_VM_SIZE, O_BACKOFF, O_SIZE, O_SEGMENT, O_QD, O_RW, O_READ_PCT, O_PATTERN, O_BS,
-	O_SESSIONS, O_WARMUP, O_IOS, O_VERIFY, O_FAST, O_SPEED, O_VERSION,
+	O_SESSIONS, O_WARMUP, O_IOS, O_VERIFY, O_DATA, O_FAST, O_SPEED, O_VERSION,
 };
 
 static const struct optdef {
@@ -81,6 +81,7 @@ static const struct optdef {
 	{ "warmup", O_WARMUP, C(LAB_BENCH), "S", "seconds run before measuring (1; 0 with --ios)" },
 	{ "ios", O_IOS, C(LAB_BENCH), "N", "measure N I/Os instead of --seconds" },
 	{ "verify", O_VERIFY, C(LAB_BENCH), NULL, "check every read against the last write, read all back" },
+	{ "data", O_DATA, C(LAB_BENCH), "random|zero", "what writes carry: a pseudo-random pattern or zeroes (random)" },
 	{ "fast", O_FAST, C(LAB_REPLAY), NULL, "as fast as the recorded queue depths allow" },
 	{ "speed", O_SPEED, C(LAB_REPLAY), "X", "the recorded timing, X times faster (1)" },
 };
@@ -269,6 +270,11 @@ static void set_opt(struct lab_opts *o, int id, const char *v, int *rw)
 	case O_WARMUP: o->warmup = real("warmup", v, 0, 3600); break;
 	case O_IOS: o->ios = num("ios", v, 1, UINT64_MAX / 2); break;
 	case O_VERIFY: o->verify = true; break;
+	case O_DATA:
+		if (strcmp(v, "random") && strcmp(v, "zero"))
+			bad("data", v, "random or zero");
+		o->zero_data = !strcmp(v, "zero");
+		break;
 	case O_FAST: o->fast = true; break;
 	case O_SPEED: o->speed = real("speed", v, 0.001, 1000000); break;
 	default: break;
@@ -375,6 +381,10 @@ static void parse(int argc, char **argv, struct lab_opts *o)
 	}
 	if (o->read_pct < 0)
 		o->read_pct = rw == -1 ? 70 : rw >= 0 ? rw : 100;
+	if (o->zero_data && o->read_pct == 100) {
+		fprintf(stderr, "vaai-lab: --data zero: a read run writes nothing (give --rw write or mixed)\n");
+		exit(2);
+	}
 	if (o->warmup < 0)
 		o->warmup = o->ios ? 0 : 1;
 	if (!o->qd)
