@@ -129,6 +129,65 @@ static struct json_object *sa_list(const uint64_t *v)
 	return a;
 }
 
+/* The VAAI primitives' counters of one LUN's statistics. */
+static struct json_object *vaai_json(const struct scsi_stats_counters *c)
+{
+	struct json_object *x = json_object_new_object(), *y;
+
+	y = json_object_new_object();
+	jadd(y, "success", ju64(c->ats_ok));
+	jadd(y, "miscompare", ju64(c->ats_miscompare));
+	jadd(x, "compare_and_write", y);
+	y = json_object_new_object();
+	jadd(y, "commands", ju64(c->xcopy_cmds));
+	jadd(y, "segments", ju64(c->xcopy_segments));
+	jadd(y, "bytes", ju64(c->xcopy_bytes));
+	jadd(y, "reflink_blocks", ju64(c->xcopy_reflink_blocks));
+	jadd(x, "extended_copy", y);
+	y = json_object_new_object();
+	jadd(y, "commands", ju64(c->ws_cmds));
+	jadd(y, "blocks", ju64(c->ws_blocks));
+	jadd(x, "write_same", y);
+	y = json_object_new_object();
+	jadd(y, "commands", ju64(c->unmap_cmds));
+	jadd(y, "blocks", ju64(c->unmap_blocks));
+	jadd(x, "unmap", y);
+	return x;
+}
+
+/* Reservations: RESERVE/RELEASE, conflicts by opcode, PR IN/OUT by service action. */
+static struct json_object *reservations_json(const struct scsi_stats_counters *c)
+{
+	struct json_object *x = json_object_new_object(), *y = json_object_new_object(), *l;
+	uint64_t total;
+
+	jadd(x, "reserve", ju64(c->reserve));
+	jadd(x, "release", ju64(c->release));
+	l = opcode_list(c->conflicts, &total);
+	jadd(y, "total", ju64(total));
+	jadd(y, "by_opcode", l);
+	jadd(x, "conflicts", y);
+	jadd(x, "pr_in", sa_list(c->pr_in));
+	jadd(x, "pr_out", sa_list(c->pr_out));
+	return x;
+}
+
+/* Task management functions received, by function, and the tasks they aborted. */
+static struct json_object *tmf_json(const struct scsi_stats_counters *c)
+{
+	struct json_object *x = json_object_new_object(), *y = json_object_new_object();
+
+	for (unsigned i = 0; i < 16; i++) {
+		const char *n = scsi_stats_tmf_name((uint8_t)i);
+
+		if (n && c->tmf[i])
+			jadd(y, n, ju64(c->tmf[i]));
+	}
+	jadd(x, "by_function", y);
+	jadd(x, "aborts", ju64(c->aborts));
+	return x;
+}
+
 struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun)
 {
 	struct scsi_stats_counters *c = malloc(sizeof(*c));
@@ -179,57 +238,13 @@ struct json_object *control_lun_stats_json(const char *iqn, struct scsi_lun *lun
 	jadd(x, "backstore", y);
 	jadd(o, "latency", x);
 
-	x = json_object_new_object();
-	y = json_object_new_object();
-	jadd(y, "success", ju64(c->ats_ok));
-	jadd(y, "miscompare", ju64(c->ats_miscompare));
-	jadd(x, "compare_and_write", y);
-	y = json_object_new_object();
-	jadd(y, "commands", ju64(c->xcopy_cmds));
-	jadd(y, "segments", ju64(c->xcopy_segments));
-	jadd(y, "bytes", ju64(c->xcopy_bytes));
-	jadd(y, "reflink_blocks", ju64(c->xcopy_reflink_blocks));
-	jadd(x, "extended_copy", y);
-	y = json_object_new_object();
-	jadd(y, "commands", ju64(c->ws_cmds));
-	jadd(y, "blocks", ju64(c->ws_blocks));
-	jadd(x, "write_same", y);
-	y = json_object_new_object();
-	jadd(y, "commands", ju64(c->unmap_cmds));
-	jadd(y, "blocks", ju64(c->unmap_blocks));
-	jadd(x, "unmap", y);
-	jadd(o, "vaai", x);
+	jadd(o, "vaai", vaai_json(c));
 	x = json_object_new_object();
 	jadd(x, "commands", ju64(c->zero_detect_cmds));
 	jadd(x, "bytes", ju64(c->zero_detect_bytes));
 	jadd(o, "zero_detect", x);
-
-	x = json_object_new_object();
-	jadd(x, "reserve", ju64(c->reserve));
-	jadd(x, "release", ju64(c->release));
-	y = json_object_new_object();
-	{
-		struct json_object *l = opcode_list(c->conflicts, &total);
-
-		jadd(y, "total", ju64(total));
-		jadd(y, "by_opcode", l);
-	}
-	jadd(x, "conflicts", y);
-	jadd(x, "pr_in", sa_list(c->pr_in));
-	jadd(x, "pr_out", sa_list(c->pr_out));
-	jadd(o, "reservations", x);
-
-	x = json_object_new_object();
-	y = json_object_new_object();
-	for (unsigned i = 0; i < 16; i++) {
-		const char *n = scsi_stats_tmf_name((uint8_t)i);
-
-		if (n && c->tmf[i])
-			jadd(y, n, ju64(c->tmf[i]));
-	}
-	jadd(x, "by_function", y);
-	jadd(x, "aborts", ju64(c->aborts));
-	jadd(o, "task_management", x);
+	jadd(o, "reservations", reservations_json(c));
+	jadd(o, "task_management", tmf_json(c));
 	jadd(o, "unit_attentions", ju64(c->ua));
 	{
 		/* The space the LUN holds (st_blocks for a file): what thin

@@ -121,7 +121,17 @@ static void print_urls(const struct conf *c)
 	fflush(stdout);
 }
 
-int main(int argc, char **argv)
+/* What the command line asked for. */
+struct main_opts {
+	const char *config_file, *state_dir, *pidfile;
+	const char *listens[16];
+	unsigned n_listens;
+	bool foreground, check_only;
+};
+
+/* The command line into o. -1 to go on, or the exit status (--help,
+ * --version, a usage error). */
+static int main_parse_args(int argc, char **argv, struct main_opts *o)
 {
 	enum { OPT_CHECK = 256, OPT_VERSION, OPT_PIDFILE };
 	static const struct option opts[] = {
@@ -136,44 +146,34 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config_file = NULL, *state_dir = NULL, *pidfile = NULL;
-	const char *listens[16];
-	struct conf_overrides ov = { 0 };
-	char *text = NULL, *embedded_sock = NULL;
-	unsigned n_listens = 0;
-	bool foreground = false, check_only = false;
-	struct conf conf;
-	struct conf_errors errs = { 0 };
-	struct targetd_runtime runtime;
-	int opt, rc;
-	sigset_t sigs;
+	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:fvs:l:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
-			config_file = optarg;
+			o->config_file = optarg;
 			break;
 		case 'f':
-			foreground = true;
+			o->foreground = true;
 			break;
 		case 'v':
 			log_level = LOG_LVL_DEBUG;
 			break;
 		case 's':
-			state_dir = optarg;
+			o->state_dir = optarg;
 			break;
 		case 'l':
-			if (n_listens == ARRAY_SIZE(listens)) {
+			if (o->n_listens == ARRAY_SIZE(o->listens)) {
 				fprintf(stderr, "targetd: too many --listen options\n");
 				return 2;
 			}
-			listens[n_listens++] = optarg;
+			o->listens[o->n_listens++] = optarg;
 			break;
 		case OPT_CHECK:
-			check_only = true;
+			o->check_only = true;
 			break;
 		case OPT_PIDFILE:
-			pidfile = optarg;
+			o->pidfile = optarg;
 			break;
 		case OPT_VERSION:
 			printf("targetd %s\n", VERSION);
@@ -191,20 +191,40 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
 
-	memset(&conf, 0, sizeof(conf));
-	if (!config_file && access(CONF_DEFAULT_FILE, F_OK) == 0)
-		config_file = CONF_DEFAULT_FILE;
-	if (config_file) {
-		text = conf_read_file(config_file, &errs);
-		rc = text ? conf_load_text(&conf, text, config_file, 0, &errs) : -1;
+/* The configuration the daemon serves, its source text and the command
+ * line's overrides (kept for reloads). */
+struct main_conf {
+	struct conf conf;
+	char *text;            /* the file's text, NULL for the embedded default */
+	char *embedded_sock;   /* the embedded default's socket under --state-dir */
+	struct conf_overrides ov;
+};
+
+/* Read and validate the configuration (file or embedded default) and apply
+ * the command line over it; errors on stderr. -1 to go on, or the exit
+ * status (everything freed). */
+static int main_load_config(struct main_opts *o, struct main_conf *mc)
+{
+	struct conf_errors errs = { 0 };
+	char err[256];
+	int rc;
+
+	memset(&mc->conf, 0, sizeof(mc->conf));
+	if (!o->config_file && access(CONF_DEFAULT_FILE, F_OK) == 0)
+		o->config_file = CONF_DEFAULT_FILE;
+	if (o->config_file) {
+		mc->text = conf_read_file(o->config_file, &errs);
+		rc = mc->text ? conf_load_text(&mc->conf, mc->text, o->config_file, 0, &errs) : -1;
 	} else {
-		conf_default(&conf, state_dir ? state_dir : CONF_DEFAULT_STATE_DIR);
-		if (state_dir) {
+		conf_default(&mc->conf, o->state_dir ? o->state_dir : CONF_DEFAULT_STATE_DIR);
+		if (o->state_dir) {
 			/* a private embedded instance keeps its socket beside its state */
-			if (asprintf(&embedded_sock, "%s/control.sock", state_dir) < 0)
+			if (asprintf(&mc->embedded_sock, "%s/control.sock", o->state_dir) < 0)
 				return 1;
-			ov.control_socket = embedded_sock;
+			mc->ov.control_socket = mc->embedded_sock;
 		}
 		rc = 0;
 	}
@@ -212,123 +232,153 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", errs.msgs[i]);
 		conf_errors_free(&errs);
-		conf_free(&conf);
-		free(text);
+		conf_free(&mc->conf);
+		free(mc->text);
 		return 1;
 	}
-	ov.state_dir = state_dir;
-	ov.listen = listens;
-	ov.n_listen = n_listens;
-	{
-		char err[256];
+	mc->ov.state_dir = o->state_dir;
+	mc->ov.listen = o->listens;
+	mc->ov.n_listen = o->n_listens;
+	if (conf_apply_overrides(&mc->conf, &mc->ov, err, sizeof(err))) {
+		fprintf(stderr, "targetd: %s\n", err);
+		conf_free(&mc->conf);
+		free(mc->text);
+		free(mc->embedded_sock);
+		return 2;
+	}
+	return -1;
+}
 
-		if (conf_apply_overrides(&conf, &ov, err, sizeof(err))) {
-			fprintf(stderr, "targetd: %s\n", err);
-			conf_free(&conf);
-			free(text);
-			free(embedded_sock);
-			return 2;
-		}
-	}
-	if (check_only) {
-		unsigned bad = daemon_check_portals(&conf);
+/* --check-config: the configuration is valid (main_load_config said so);
+ * warn about portals that cannot be bound now. */
+static int main_check_only(const struct main_opts *o, struct main_conf *mc)
+{
+	unsigned bad = daemon_check_portals(&mc->conf);
 
-		printf("%s: configuration is valid%s\n", config_file ? config_file : "<embedded>",
-		       bad ? " (with warnings: see above)" : "");
-		conf_free(&conf);
-		free(text);
-		free(embedded_sock);
-		return 0;
-	}
+	printf("%s: configuration is valid%s\n", o->config_file ? o->config_file : "<embedded>",
+	       bad ? " (with warnings: see above)" : "");
+	conf_free(&mc->conf);
+	free(mc->text);
+	free(mc->embedded_sock);
+	return 0;
+}
 
-	if (!config_file && mkdir_p(conf.state_dir)) {
-		fprintf(stderr, "targetd: cannot create state directory %s: %s\n", conf.state_dir,
-			strerror(errno));
-		conf_free(&conf);
-		return 1;
-	}
+static unsigned main_n_threads(const struct conf *c)
+{
+	return c->threads ? c->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+}
 
-	crc32c_setup();
-	/* Signals are taken synchronously by the main thread only. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-
-	/* Statistics shards: one per network thread (before any LUN exists). */
-	scsi_stats_configure(conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
-	scsi_histo_configure(conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
-	target_runtime = &runtime;
-	if (target_runtime_build(target_runtime, &conf)) {
-		target_runtime_free(target_runtime);
-		conf_free(&conf);
-		return 1;
-	}
-	if (net_open_listeners()) {
-		target_runtime_free(target_runtime);
-		conf_free(&conf);
-		return 1;
-	}
-	reload_init(config_file, &conf, text, &ov);   /* before daemon() changes directory */
-	if (pidfile && daemon_pidfile_create(pidfile)) {
-		target_runtime_free(target_runtime);
-		conf_free(&conf);
-		return 1;
-	}
-	if (foreground && (daemon_stderr_is_journal() || getenv("NOTIFY_SOCKET"))) {
+/* Where logs go once the runtime exists: the journal under systemd, syslog
+ * once detached (daemon(): the pid file is written again by the child). 0,
+ * or -1 (said on stderr). */
+static int main_logging(const struct main_opts *o)
+{
+	if (o->foreground && (daemon_stderr_is_journal() || getenv("NOTIFY_SOCKET"))) {
 		/* a systemd service: the journal, with the events' fields */
 		openlog("targetd", LOG_PID, LOG_DAEMON);
 		daemon_log_to_journal();
 	}
-	if (!foreground) {
+	if (!o->foreground) {
 		fprintf(stderr, "targetd: detaching; logs go to syslog (identifier targetd, facility "
-				"daemon)%s%s\n", pidfile ? ", pid in " : "", pidfile ? pidfile : "");
+				"daemon)%s%s\n", o->pidfile ? ", pid in " : "", o->pidfile ? o->pidfile : "");
 		if (daemon(0, 0)) {
 			perror("targetd: daemon");
-			return 1;
+			return -1;
 		}
 		openlog("targetd", LOG_PID, LOG_DAEMON);
 		log_to_syslog = 1;
-		if (pidfile && daemon_pidfile_create(pidfile))
-			return 1;
+		if (o->pidfile && daemon_pidfile_create(o->pidfile))
+			return -1;
 	}
-	target_runtime->n_threads = conf.threads ? conf.threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	return 0;
+}
+
+/* Build the runtime from the configuration and open the portals, before
+ * anything serves: the signals the main thread waits for are blocked, the
+ * statistics shards sized, the reload state kept, the pid file written and
+ * the logs pointed where they go. 0, or the exit status. */
+static int main_build(const struct main_opts *o, struct main_conf *mc,
+		      struct targetd_runtime *runtime, sigset_t *sigs)
+{
+	struct conf *conf = &mc->conf;
+
+	crc32c_setup();
+	/* Signals are taken synchronously by the main thread only. */
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGTERM);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGHUP);
+	sigaddset(sigs, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
+
+	/* Statistics shards: one per network thread (before any LUN exists). */
+	scsi_stats_configure(main_n_threads(conf));
+	scsi_histo_configure(main_n_threads(conf));
+	target_runtime = runtime;
+	if (target_runtime_build(target_runtime, conf)) {
+		target_runtime_free(target_runtime);
+		conf_free(conf);
+		return 1;
+	}
+	if (net_open_listeners()) {
+		target_runtime_free(target_runtime);
+		conf_free(conf);
+		return 1;
+	}
+	reload_init(o->config_file, conf, mc->text, &mc->ov);   /* before daemon() changes directory */
+	if (o->pidfile && daemon_pidfile_create(o->pidfile)) {
+		target_runtime_free(target_runtime);
+		conf_free(conf);
+		return 1;
+	}
+	return main_logging(o) ? 1 : 0;
+}
+
+/* Start serving: the network threads, then the HTTP servers (after
+ * daemon(): their threads would not survive the fork) and the control
+ * socket; tell systemd and the log. 0, or the exit status. */
+static int main_serve(const struct main_opts *o, struct conf *conf)
+{
+	target_runtime->n_threads = main_n_threads(conf);
 	if (!target_runtime->n_threads)
 		target_runtime->n_threads = 1;
 	if (net_start(target_runtime->n_threads)) {
 		log_err("cannot start the network threads");
 		return 1;
 	}
-	/* after daemon(): its HTTP thread would not survive the fork */
-	if (metrics_start(conf.metrics_listen)) {
+	if (metrics_start(conf->metrics_listen)) {
 		net_stop();
 		target_runtime_free(target_runtime);
-		conf_free(&conf);
+		conf_free(conf);
 		return 1;
 	}
-	if (dashboard_start(conf.http_listen)) {
+	if (dashboard_start(conf->http_listen)) {
 		metrics_stop();
 		net_stop();
 		target_runtime_free(target_runtime);
-		conf_free(&conf);
+		conf_free(conf);
 		return 1;
 	}
-	if (control_start(conf.control_socket))
+	if (control_start(conf->control_socket))
 		log_warn("no control socket: targetctl cannot reach this daemon");
-	if (foreground)
-		print_urls(&conf);
+	if (o->foreground)
+		print_urls(conf);
 	sd_notifyf(0, "READY=1\nSTATUS=serving %u targets\nMAINPID=%lu", target_runtime->n_targets,
 		   (unsigned long)getpid());
-	banner(&conf, reload_config_file(), foreground);
+	banner(conf, reload_config_file(), o->foreground);
+	return 0;
+}
 
+/* The main thread's life once serving: SIGHUP reloads, SIGTERM or SIGINT
+ * return. */
+static void main_signal_loop(const sigset_t *sigs)
+{
 	for (;;) {
 		int sig;
-		if (sigwait(&sigs, &sig))
+		if (sigwait(sigs, &sig))
 			continue;
 		if (sig == SIGTERM || sig == SIGINT)
-			break;
+			return;
 		if (sig == SIGHUP) {
 			struct reload_report rep;
 
@@ -337,6 +387,13 @@ int main(int argc, char **argv)
 			reload_report_free(&rep);
 		}
 	}
+}
+
+/* Stop in the reverse order of the start: no new requests, the trace file
+ * closed with its END record, the network threads joined, the backstores
+ * flushed and closed, the pid file removed. */
+static void main_shutdown(struct main_conf *mc)
+{
 	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 	log_info("shutting down");
 	control_stop();
@@ -352,9 +409,35 @@ int main(int argc, char **argv)
 	target_runtime_free(target_runtime);
 	reload_shutdown();
 	io_engine_pool_shutdown();
-	conf_free(&conf);
-	free(embedded_sock);
+	conf_free(&mc->conf);
+	free(mc->embedded_sock);
 	log_event(LOG_LVL_INFO, "stopped", KV_U("pid", (unsigned)getpid()));
 	daemon_pidfile_remove();
+}
+
+int main(int argc, char **argv)
+{
+	struct main_opts o = { 0 };
+	struct main_conf mc = { 0 };
+	struct targetd_runtime runtime;
+	sigset_t sigs;
+	int rc;
+
+	if ((rc = main_parse_args(argc, argv, &o)) >= 0)
+		return rc;
+	if ((rc = main_load_config(&o, &mc)) >= 0)
+		return rc;
+	if (o.check_only)
+		return main_check_only(&o, &mc);
+	if (!o.config_file && mkdir_p(mc.conf.state_dir)) {
+		fprintf(stderr, "targetd: cannot create state directory %s: %s\n", mc.conf.state_dir,
+			strerror(errno));
+		conf_free(&mc.conf);
+		return 1;
+	}
+	if ((rc = main_build(&o, &mc, &runtime, &sigs)) || (rc = main_serve(&o, &mc.conf)))
+		return rc;
+	main_signal_loop(&sigs);
+	main_shutdown(&mc);
 	return 0;
 }

@@ -463,44 +463,17 @@ static enum iscsi_neg iscsi_declare_mrdsl(struct iscsi_params *p, const struct i
 	return NEG_DONE;
 }
 
-enum iscsi_neg iscsi_params_negotiate(struct iscsi_params *p, const struct iscsi_limits *lim,
-				      bool leading, bool discovery,
-				      const char *key, const char *value,
-				      struct iscsi_text *resp)
+/* The answer to one key the initiator may offer here (looked up and
+ * checked by iscsi_params_negotiate), by the kind of value it has
+ * (RFC 7143 13: lists, numbers taken as the minimum or maximum, booleans
+ * OR-ed or AND-ed, declarations, markers). */
+static enum iscsi_neg iscsi_params_answer(struct iscsi_params *p, const struct iscsi_limits *lim,
+					  const struct iscsi_key_desc *d, enum iscsi_key_id id,
+					  const char *key, const char *value,
+					  struct iscsi_text *resp)
 {
-	const struct iscsi_key_desc *d = NULL;
-	enum iscsi_key_id id;
 	uint64_t num;
 	bool b;
-
-	for (id = 0; id < IK_COUNT; id++) {
-		if (strcmp(key, iscsi_keys[id].name) == 0) {
-			d = &iscsi_keys[id];
-			break;
-		}
-	}
-	if (!d) {
-		/* RFC 7143 13.5.2/13.5.4: private (X-) and public (X#)
-		 * extension keys we do not implement. */
-		if (key[0] == 'X' && (key[1] == '-' || key[1] == '#'))
-			return iscsi_answer(resp, key, "NotUnderstood");
-		return NEG_UNKNOWN;
-	}
-
-	if (p->seen & (1ull << id)) {
-		if (id != IK_MAX_RECV_DSL)
-			return NEG_FATAL;
-	}
-	p->seen |= 1ull << id;
-
-	if ((d->leading_only && !leading) || (d->discovery_irrelevant && discovery))
-		return iscsi_answer(resp, key, "Irrelevant");
-	/* 13.14: FirstBurstLength is irrelevant when InitialR2T=Yes and
-	 * ImmediateData=No; we can tell once both have been negotiated. */
-	if (id == IK_FIRST_BURST &&
-	    (p->seen & (1ull << IK_INITIAL_R2T)) && (p->seen & (1ull << IK_IMMEDIATE_DATA)) &&
-	    p->initial_r2t && !p->immediate_data)
-		return iscsi_answer(resp, key, "Irrelevant");
 
 	switch (d->kind) {
 	case KIND_DIGEST: {
@@ -577,6 +550,46 @@ enum iscsi_neg iscsi_params_negotiate(struct iscsi_params *p, const struct iscsi
 		return iscsi_answer(resp, key, "Reject");
 	}
 	return NEG_UNKNOWN;
+}
+
+enum iscsi_neg iscsi_params_negotiate(struct iscsi_params *p, const struct iscsi_limits *lim,
+				      bool leading, bool discovery,
+				      const char *key, const char *value,
+				      struct iscsi_text *resp)
+{
+	const struct iscsi_key_desc *d = NULL;
+	enum iscsi_key_id id;
+
+	for (id = 0; id < IK_COUNT; id++) {
+		if (strcmp(key, iscsi_keys[id].name) == 0) {
+			d = &iscsi_keys[id];
+			break;
+		}
+	}
+	if (!d) {
+		/* RFC 7143 13.5.2/13.5.4: private (X-) and public (X#)
+		 * extension keys we do not implement. */
+		if (key[0] == 'X' && (key[1] == '-' || key[1] == '#'))
+			return iscsi_answer(resp, key, "NotUnderstood");
+		return NEG_UNKNOWN;
+	}
+
+	if (p->seen & (1ull << id)) {
+		if (id != IK_MAX_RECV_DSL)
+			return NEG_FATAL;
+	}
+	p->seen |= 1ull << id;
+
+	if ((d->leading_only && !leading) || (d->discovery_irrelevant && discovery))
+		return iscsi_answer(resp, key, "Irrelevant");
+	/* 13.14: FirstBurstLength is irrelevant when InitialR2T=Yes and
+	 * ImmediateData=No; we can tell once both have been negotiated. */
+	if (id == IK_FIRST_BURST &&
+	    (p->seen & (1ull << IK_INITIAL_R2T)) && (p->seen & (1ull << IK_IMMEDIATE_DATA)) &&
+	    p->initial_r2t && !p->immediate_data)
+		return iscsi_answer(resp, key, "Irrelevant");
+
+	return iscsi_params_answer(p, lim, d, id, key, value, resp);
 }
 
 void iscsi_params_finish(struct iscsi_params *p, const struct iscsi_limits *lim,
