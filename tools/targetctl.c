@@ -16,12 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include <json-c/json.h>
 #include "conf/config.h"
 #include "scsi/stats.h"
+#include "tools/ctl_client.h"
 #include "tools/targetctl.h"
 #include "tools/targetctl_observe.h"
 
@@ -30,10 +29,7 @@
 static const char *sock_path;      /* -s, TARGETD_CONTROL, or the default */
 static const char *sock_from;      /* where sock_path came from, for messages */
 bool tc_json;              /* -j: print the daemon's JSON */
-static int ctl_fd = -1;
-static char *rx_buf;
-static size_t rx_len;
-static int rpc_id;
+static struct ctl_client ctl;      /* the daemon, from the first request on */
 
 int tc_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 int tc_die(const char *fmt, ...)
@@ -61,20 +57,10 @@ int tc_usage_error(const char *fmt, ...)
 	return 2;
 }
 
-static void ctl_connect(void)
+/* Say why the daemon cannot be reached, and how to point elsewhere; exit 1. */
+static void tc_unreachable(int e) __attribute__((noreturn));
+static void tc_unreachable(int e)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int e;
-
-	if (strlen(sock_path) >= sizeof(sa.sun_path))
-		tc_die("%s: path too long for a UNIX socket", sock_path);
-	strcpy(sa.sun_path, sock_path);
-	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ctl_fd < 0)
-		tc_die("socket: %s", strerror(errno));
-	if (!connect(ctl_fd, (struct sockaddr *)&sa, sizeof(sa)))
-		return;
-	e = errno;
 	fprintf(stderr, "targetctl: cannot reach targetd at %s (%s): %s\n", sock_path, sock_from,
 		strerror(e));
 	if (e == EACCES || e == EPERM)
@@ -86,58 +72,19 @@ static void ctl_connect(void)
 	exit(1);
 }
 
-/* Send one request, return the answer object (caller puts it). */
-static struct json_object *ctl_call(struct json_object *req)
-{
-	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	size_t n = strlen(s);
-	struct json_object *rep;
-	char *nl;
-
-	if (ctl_fd < 0)
-		ctl_connect();
-	if (send(ctl_fd, s, n, MSG_NOSIGNAL) != (ssize_t)n || send(ctl_fd, "\n", 1, MSG_NOSIGNAL) != 1)
-		tc_die("writing to %s: %s", sock_path, strerror(errno));
-	while (!(nl = rx_buf ? memchr(rx_buf, '\n', rx_len) : NULL)) {
-		char tmp[65536];
-		ssize_t r = recv(ctl_fd, tmp, sizeof(tmp), 0);
-		char *nb;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			tc_die("the daemon closed the control connection (%s)", sock_path);
-		nb = realloc(rx_buf, rx_len + (size_t)r + 1);
-		if (!nb)
-			tc_die("out of memory");
-		rx_buf = nb;
-		memcpy(rx_buf + rx_len, tmp, (size_t)r);
-		rx_len += (size_t)r;
-		rx_buf[rx_len] = 0;
-	}
-	*nl = 0;
-	rep = json_tokener_parse(rx_buf);
-	rx_len -= (size_t)(nl + 1 - rx_buf);
-	memmove(rx_buf, nl + 1, rx_len);
-	rx_buf[rx_len] = 0;
-	if (!rep || !json_object_is_type(rep, json_type_object))
-		tc_die("the daemon's answer is not a JSON-RPC response");
-	return rep;
-}
-
 /* Call method with params (consumed; NULL = none); the answer object. */
 struct json_object *tc_rpc(const char *method, struct json_object *params)
 {
-	struct json_object *req = json_object_new_object(), *rep;
+	struct json_object *rep;
 
-	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(req, "method", json_object_new_string(method));
-	if (params)
-		json_object_object_add(req, "params", params);
-	json_object_object_add(req, "id", json_object_new_int(++rpc_id));
-	rep = ctl_call(req);
-	json_object_put(req);
-	return rep;
+	if (!ctl.path)
+		ctl_client_init(&ctl, sock_path, 0);
+	rep = ctl_client_call(&ctl, method, params);
+	if (rep)
+		return rep;
+	if (ctl.error == CTL_CLIENT_E_CONNECT)
+		tc_unreachable(ctl.sys_errno);
+	tc_die("%s", ctl.msg);
 }
 
 /* The old shape of a request: a method with an optional target and LUN. */
@@ -154,28 +101,12 @@ struct json_object *tc_request(const char *method, const char *target, int lun)
 
 struct json_object *tc_get(struct json_object *o, const char *path)
 {
-	char key[64];
-
-	while (o && *path) {
-		const char *dot = strchr(path, '.');
-		size_t n = dot ? (size_t)(dot - path) : strlen(path);
-
-		if (n >= sizeof(key))
-			return NULL;
-		memcpy(key, path, n);
-		key[n] = 0;
-		if (!json_object_object_get_ex(o, key, &o))
-			return NULL;
-		path += n + (dot ? 1 : 0);
-	}
-	return o;
+	return ctl_client_get(o, path);
 }
 
 uint64_t tc_getu(struct json_object *o, const char *path)
 {
-	struct json_object *v = tc_get(o, path);
-
-	return v ? (uint64_t)json_object_get_int64(v) : 0;
+	return ctl_client_getu(o, path);
 }
 
 const char *tc_gets(struct json_object *o, const char *path)
