@@ -747,6 +747,7 @@ static void close_on_thread(struct net_thread *t, void *arg)
 	list_for_each_safe(pos, tmp, &t->conns) {
 		struct iscsi_conn *c = list_entry(pos, struct iscsi_conn, thread_link);
 
+		ASSERT_OWNER(c);
 		if (!c->sess || c->dead || c->sess->tsih != a->tsih)
 			continue;
 		found = true;

@@ -71,7 +71,6 @@
  * (iscsi_cmdsn_busy(), checked by iscsi_session_put()).
  */
 #include "config.h"
-#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "backstore/io_engine.h"
@@ -83,12 +82,6 @@
 static struct iscsi_cmdsn_entry cmdsn_mark;
 
 static void cmdsn_run(struct bs_io *io);
-
-static void assert_owner(const struct iscsi_session *s)
-{
-	assert(!net_self || net_self == s->thread);
-	(void)s;
-}
 
 int iscsi_cmdsn_init(struct iscsi_session *s)
 {
@@ -227,7 +220,7 @@ void iscsi_cmdsn_received(struct iscsi_session *s, uint32_t sn)
 {
 	struct iscsi_cmdsn_entry **slot;
 
-	assert_owner(s);
+	ASSERT_OWNER(s);
 	if (sn == s->exp_cmdsn) {
 		s->exp_cmdsn++;
 		cmdsn_drain(s);
@@ -256,7 +249,7 @@ bool iscsi_cmdsn_arrived(struct iscsi_task *t)
 	struct iscsi_cmdsn_entry **slot;
 	uint32_t sn = t->cmdsn;
 
-	assert_owner(s);
+	ASSERT_OWNER(s);
 	t->sn_entry.sn = sn;
 	if (t->immediate) {
 		cmdsn_deliver(t);
@@ -332,6 +325,7 @@ static void cmdsn_run(struct bs_io *io)
 	struct iscsi_cmdsn *q = container_of(io, struct iscsi_cmdsn, run_io);
 	struct iscsi_session *s = container_of(q, struct iscsi_session, cmdsn);
 
+	ASSERT_OWNER(s);   /* posted on the session's own I/O engine */
 	/* Tasks made startable while this runs join the list and are taken
 	 * in this same pass (run_posted stays set: no second post). */
 	while (!list_empty(&q->runq)) {

@@ -386,6 +386,7 @@ void iscsi_conn_flush(struct iscsi_conn *c)
 {
 	struct iovec iov[CONN_TX_SLOTS * CONN_IOV];
 
+	ASSERT_OWNER(c);
 	if (c->dead || c->in_flush)
 		return;
 	c->in_flush = true;
@@ -1237,6 +1238,7 @@ void iscsi_cmd_complete_cb(struct scsi_cmd *cmd)
 {
 	struct iscsi_task *t = container_of(cmd, struct iscsi_task, cmd);
 
+	ASSERT_OWNER(t->sess);   /* the backstore completes on the owning thread */
 	t->sess->exec_count--;
 	if (t->state == TASK_ABORTED || t->conn->dead) {
 		iscsi_tmf_task_aborted(t);
@@ -1428,6 +1430,7 @@ static void conn_rx_pdu(struct iscsi_conn *c)
 
 void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 {
+	ASSERT_OWNER(c);
 	c->refs++;   /* c may be closed while handling the event: keep it */
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN))
 		iscsi_conn_close(c, "socket error");
@@ -1459,6 +1462,7 @@ void iscsi_conn_event(struct iscsi_conn *c, uint32_t events)
 /* Once a second: login timeout, NOP-In pings, dead peers. */
 void iscsi_conn_timer(struct iscsi_conn *c, uint64_t now)
 {
+	ASSERT_OWNER(c);
 	if (c->dead)
 		return;
 	if (c->state == CONN_LOGIN) {

@@ -497,8 +497,10 @@ static void sessions_on_thread(struct net_thread *t, void *arg)
 		char isid[20];
 		bool first = true;
 
+		ASSERT_OWNER(c);
 		if (!s || s->closing)
 			continue;
+		ASSERT_OWNER(s);
 		/* describe each session once: at its first connection */
 		list_for_each(p2, &s->conns) {
 			first = list_entry(p2, struct iscsi_conn, sess_link) == c;

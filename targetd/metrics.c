@@ -372,6 +372,7 @@ static void sessions_on_thread(struct net_thread *t, void *arg)
 		struct iscsi_session *s = c->sess;
 		struct sess_row row;
 
+		ASSERT_OWNER(c);
 		/* a session once, at its first connection; normal sessions only */
 		if (!s || s->closing || s->discovery || !s->target ||
 		    list_entry(s->conns.next, struct iscsi_conn, sess_link) != c)

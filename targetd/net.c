@@ -59,6 +59,22 @@ static int acceptor_wake_tag;
 static pthread_mutex_t portal_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t portal_cond = PTHREAD_COND_INITIALIZER;
 
+void net_assert_owner(const struct net_thread *owner, const char *what, const char *where)
+{
+	char self[48] = "a thread that is no network thread";
+
+	if (net_self == owner)
+		return;
+	if (net_self)
+		snprintf(self, sizeof(self), "network thread %u", net_self->idx);
+	if (owner)
+		log_err("BUG: %s: %s owned by network thread %u touched by %s", where, what, owner->idx,
+			self);
+	else
+		log_err("BUG: %s: %s owned by no network thread touched by %s", where, what, self);
+	abort();
+}
+
 uint64_t net_now_ms(void)
 {
 	struct timespec ts;
@@ -163,6 +179,7 @@ void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t)
 	struct iscsi_session *s = c->pending_session;
 
 	c->thread = t;
+	ASSERT_OWNER(c);   /* a message of t's own queue */
 	c->pending_session = NULL;
 	list_add_tail(&c->thread_link, &t->conns);
 	t->n_conns++;
@@ -186,6 +203,8 @@ static void close_session_by_id(struct net_thread *t, uint64_t id)
 
 	list_for_each_safe(pos, tmp, &t->conns) {
 		struct iscsi_conn *c = list_entry(pos, struct iscsi_conn, thread_link);
+
+		ASSERT_OWNER(c);
 		if (c->sess && c->sess->id == id)
 			iscsi_conn_close(c, "session reinstated");
 	}

@@ -67,6 +67,24 @@ struct net_thread {
 
 extern __thread struct net_thread *net_self;
 
+/*
+ * ASSERT_OWNER(obj): obj (a connection or a session: anything with a
+ * ->thread) is touched by the network thread that owns it (conn.h,
+ * DESIGN), checked where a thread starts work on one: socket events,
+ * flushes and timers of a connection, a connection adopted, a SCSI
+ * completion coming back, a message or asynchronous call run for a
+ * session. A violation is logged with both threads named and aborts the
+ * daemon. On in every build that keeps assert(), the default and the one
+ * `make check` runs, and always with TARGETD_DEBUG; compiled away with
+ * NDEBUG (configure --disable-assert, a release build).
+ */
+#if defined(NDEBUG) && !defined(TARGETD_DEBUG)
+#define ASSERT_OWNER(obj) ((void)sizeof((obj)->thread))
+#else
+#define ASSERT_OWNER(obj) net_assert_owner((obj)->thread, #obj, __func__)
+#endif
+void net_assert_owner(const struct net_thread *owner, const char *what, const char *where);
+
 int net_start(unsigned n_threads);
 
 /* The pieces net_start() runs each network thread from, for programs that

@@ -57,6 +57,7 @@ static void pr_abort_on_owner(struct net_thread *t, struct net_async *a, uint64_
 
 		if (!s || s->id != sess_id)
 			continue;
+		ASSERT_OWNER(s);
 		if (iscsi_session_abort_lun(s, j->lun))
 			atomic_fetch_or(&s->nexus.ua[j->lun], 1u << UA_COMMANDS_CLEARED);
 		break;

@@ -3,6 +3,9 @@
  * connections (tests/iscsi_harness.c); LUN 1's backstore holds requests
  * until the test releases them. */
 #include "config.h"
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <stdatomic.h>
 #include <string.h>
 #include "backstore/io_engine.h"
@@ -363,6 +366,45 @@ START_TEST(test_attr_close_while_run_pending)
 }
 END_TEST
 
+#if !defined(NDEBUG) || defined(TARGETD_DEBUG)
+/* ASSERT_OWNER (targetd/net.h): a connection's socket event handled on a
+ * thread that is not its network thread, or a CmdSN arriving for a session
+ * there, aborts the daemon (run in a forked test: SIGABRT expected). */
+static void *event_elsewhere(void *arg)
+{
+	iscsi_conn_event(arg, EPOLLIN);
+	return NULL;
+}
+
+static void *cmdsn_elsewhere(void *arg)
+{
+	iscsi_cmdsn_received(arg, 1);
+	return NULL;
+}
+
+static void run_elsewhere(void *(*fn)(void *), void *arg)
+{
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, fn, arg), 0);
+	pthread_join(th, NULL);
+}
+
+START_TEST(test_owner_conn_event)
+{
+	run_elsewhere(event_elsewhere, h.p[0].c);
+	ck_abort_msg("a connection's event on another thread was let through");
+}
+END_TEST
+
+START_TEST(test_owner_session)
+{
+	run_elsewhere(cmdsn_elsewhere, h.p[0].c->sess);
+	ck_abort_msg("a session touched by another thread was let through");
+}
+END_TEST
+#endif
+
 Suite *iscsi_cmdsn_suite(void)
 {
 	Suite *s = suite_create("iscsi_cmdsn");
@@ -388,5 +430,13 @@ Suite *iscsi_cmdsn_suite(void)
 	tcase_add_test(tc, test_attr_abort_dormant);
 	tcase_add_test(tc, test_attr_close_while_run_pending);
 	suite_add_tcase(s, tc);
+
+#if !defined(NDEBUG) || defined(TARGETD_DEBUG)
+	tc = tcase_create("owner");
+	tcase_add_checked_fixture(tc, setup2, teardown);
+	tcase_add_test_raise_signal(tc, test_owner_conn_event, SIGABRT);
+	tcase_add_test_raise_signal(tc, test_owner_session, SIGABRT);
+	suite_add_tcase(s, tc);
+#endif
 	return s;
 }
