@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include "backstore/backstore.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/control_int.h"
 #include "targetd/net.h"
 #include "targetd/target.h"

@@ -76,6 +76,7 @@
 #include "backstore/io_engine.h"
 #include "targetd/cmdsn.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/net.h"
 
 /* "Received, nothing to deliver." */

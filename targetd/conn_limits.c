@@ -10,6 +10,8 @@
 #include "config.h"
 #include <sys/epoll.h>
 #include "targetd/conn.h"
+#include "targetd/session.h"
+#include "targetd/conn_limits.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"

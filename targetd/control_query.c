@@ -20,6 +20,7 @@
 #include "backstore/backstore.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/control_int.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"

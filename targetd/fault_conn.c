@@ -24,6 +24,7 @@
 #include "scsi/fault.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/fault.h"
 #include "targetd/net.h"
 #include "targetd/target.h"

@@ -36,7 +36,6 @@
 #include "scsi/fault.h"
 #include "scsi/pr.h"
 #include "scsi/stats.h"
-#include "targetd/conn.h"
 #include "targetd/control.h"
 #include "targetd/control_int.h"
 #include "targetd/fault.h"

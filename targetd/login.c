@@ -42,6 +42,7 @@
 #include "common/iscsi_name.h"
 #include "targetd/chap.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/control.h"
 #include "targetd/fault.h"
 #include "targetd/limits.h"

@@ -36,6 +36,7 @@
 #include <microhttpd.h>
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/http.h"
 #include "targetd/control.h"
 #include "targetd/fault.h"

@@ -39,6 +39,7 @@
 #include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/fault.h"
+#include "targetd/session.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"

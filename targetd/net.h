@@ -103,6 +103,9 @@ void net_thread_destroy(struct net_thread *t);
  * as the acceptor hands it over; NULL if it could not be set up (fd is
  * closed then). */
 struct iscsi_conn *net_thread_add_conn(struct net_thread *t, int fd, struct iscsi_portal *portal);
+/* A logged-in connection handed over by another thread (MSG_ADOPT_CONN)
+ * joins its session on t. */
+void iscsi_conn_adopt(struct iscsi_conn *c, struct net_thread *t);
 /* Stop accepting, drain, close everything, join. */
 void net_stop(void);
 void net_send(struct net_thread *t, enum net_msg_type type, int fd, void *ptr, uint64_t arg);

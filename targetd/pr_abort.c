@@ -26,6 +26,9 @@
 #include <stdlib.h>
 #include "scsi/pr.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
+#include "targetd/tmf.h"
+#include "targetd/pr_abort.h"
 #include "targetd/net.h"
 
 struct pr_abort_job {

@@ -51,7 +51,7 @@
 #include <systemd/sd-daemon.h>
 #include "backstore/backstore.h"
 #include "scsi/stats.h"
-#include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/control.h"
 #include "targetd/fault.h"
 #include "targetd/net.h"

@@ -16,6 +16,7 @@
 #include "scsi/histo.h"
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"

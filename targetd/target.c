@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include "backstore/backstore.h"
 #include "scsi/pr.h"
-#include "targetd/conn.h"
 #include "targetd/fault.h"
+#include "targetd/pr_abort.h"
 #include "targetd/target.h"
 
 struct targetd_runtime *target_runtime;

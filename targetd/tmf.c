@@ -13,8 +13,21 @@
 #include <stdlib.h>
 #include "scsi/stats.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
+#include "targetd/tmf.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
+
+/* A TMF Request being answered: it waits for the tasks it aborted that
+ * are still in the backstore (iscsi_task.tmf_wait). */
+struct iscsi_tmf {
+	struct iscsi_session *sess;
+	struct iscsi_conn *conn;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	unsigned waiting;              /* aborted tasks still in the backstore */
+	uint8_t response;
+	bool close_after;              /* cold reset: drop the connection after */
+};
 
 static void tmf_send(struct iscsi_tmf *m)
 {

@@ -16,7 +16,7 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "common/trace_format.h"
-#include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 #include "targetd/trace.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/bufpool.h"
-#include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/iscsi_pdu.h"
 #include "tests/check_suites.h"
 

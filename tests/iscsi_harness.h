@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include "backstore/backstore.h"
 #include "targetd/conn.h"
+#include "targetd/session.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
