@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include "backstore/io_engine.h"
 #include "targetd/cmdsn.h"
+#include "targetd/cmd.h"
 #include "targetd/conn.h"
 #include "targetd/session.h"
 #include "targetd/net.h"

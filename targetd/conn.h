@@ -178,10 +178,13 @@ void iscsi_conn_reject(struct iscsi_conn *c, uint8_t reason, const uint8_t *bhs)
 uint32_t iscsi_conn_events(const struct iscsi_conn *c);
 void iscsi_conn_arm(struct iscsi_conn *c);
 
-/* The full-feature command path: a task into the SCSI layer, its
- * completion, its response. */
-void iscsi_task_exec(struct iscsi_task *t);
-void iscsi_task_respond(struct iscsi_task *t);
-void iscsi_cmd_complete_cb(struct scsi_cmd *cmd);
+/* A task's PDUs (R2Ts, Data-In, status) join the transmit queue, or
+ * leave it once it solicits nothing more (R2Ts not laid out yet are not
+ * sent). */
+void iscsi_conn_queue_task(struct iscsi_task *t);
+void iscsi_conn_unqueue_task(struct iscsi_task *t);
+/* Reject the PDU being read and drop the connection (protocol errors at
+ * ErrorRecoveryLevel 0). */
+void iscsi_conn_fatal(struct iscsi_conn *c, uint8_t reason, const char *why);
 
 #endif

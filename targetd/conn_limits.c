@@ -9,6 +9,7 @@
  */
 #include "config.h"
 #include <sys/epoll.h>
+#include "targetd/cmd.h"
 #include "targetd/conn.h"
 #include "targetd/session.h"
 #include "targetd/conn_limits.h"

@@ -295,7 +295,7 @@ void iscsi_task_drop_buffer(struct iscsi_task *t)
 
 /* End a task: it leaves the ITT hash, the transmit queue and the CmdSN
  * window now; it is released (buffer, connection, slot) once no transmit
- * ring slot names it (conn.h: transmit references). */
+ * ring slot names it (session.h: transmit references). */
 void iscsi_task_free(struct iscsi_task *t)
 {
 	struct iscsi_session *s = t->sess;

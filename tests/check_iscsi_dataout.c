@@ -1,4 +1,4 @@
-/* Check suite for Data-Out and R2T sequencing (targetd/conn.c, RFC 7143
+/* Check suite for Data-Out and R2T sequencing (targetd/cmd.c, RFC 7143
  * 11.7-11.8 and 7.1.4): solicited bursts and their R2TSN, offsets and
  * TTTs, MaxOutstandingR2T, unsolicited data up to FirstBurstLength,
  * residuals, and what happens to out-of-sequence data. */

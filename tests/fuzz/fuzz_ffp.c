@@ -1,6 +1,6 @@
 /*
  * fuzz_ffp: the full-feature-phase state machine of a session of one or
- * two connections (targetd/conn.c, session.c, tmf.c, login.c's Text
+ * two connections (targetd/conn.c, cmd.c, session.c, tmf.c, login.c's Text
  * requests), with the transmit ring, the task lifecycle and memory LUNs
  * behind it (fuzz_net.h). The bench logs in; the input is a program of operations
  * the initiator performs, so that orders like "a WRITE's R2T waits in the
