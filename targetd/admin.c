@@ -44,6 +44,7 @@
 #include "targetd/control_int.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
+#include "targetd/reload.h"
 
 /* ---- writing the file back ---------------------------------------------- */
 

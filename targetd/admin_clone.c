@@ -52,6 +52,7 @@
 #include "backstore/backstore.h"
 #include "scsi/stats.h"
 #include "targetd/control_int.h"
+#include "targetd/reload.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 

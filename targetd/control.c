@@ -38,6 +38,7 @@
 #include "targetd/control_int.h"
 #include "targetd/control_observe.h"
 #include "targetd/target.h"
+#include "targetd/reload.h"
 
 #define CONTROL_MAX_CLIENTS 16
 #define CONTROL_LINE_MAX 65536

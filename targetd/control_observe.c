@@ -12,7 +12,7 @@
 #include <time.h>
 #include "common/iscsi_name.h"
 #include "scsi/histo.h"
-#include "targetd/control.h"
+#include "targetd/reload.h"
 #include "targetd/control_observe.h"
 #include "targetd/histo_out.h"
 #include "targetd/target.h"

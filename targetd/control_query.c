@@ -25,6 +25,7 @@
 #include "targetd/limits.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
+#include "targetd/reload.h"
 
 /* ---- JSON helpers ------------------------------------------------------- */
 

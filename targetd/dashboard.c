@@ -15,7 +15,8 @@
 #include <microhttpd.h>
 #include "common/log.h"
 #include "scsi/stats.h"
-#include "targetd/control.h"
+#include "targetd/metrics.h"
+#include "targetd/reload.h"
 #include "targetd/dashboard.h"
 #include "targetd/histo_out.h"
 #include "targetd/http.h"

@@ -36,7 +36,7 @@
 #include "scsi/fault.h"
 #include "scsi/pr.h"
 #include "scsi/stats.h"
-#include "targetd/control.h"
+#include "targetd/reload.h"
 #include "targetd/control_int.h"
 #include "targetd/fault.h"
 #include "targetd/net.h"

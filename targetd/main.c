@@ -36,6 +36,8 @@
 #include "targetd/target.h"
 #include "targetd/trace.h"
 #include "targetd/dashboard.h"
+#include "targetd/metrics.h"
+#include "targetd/reload.h"
 
 
 static void usage(FILE *f)

@@ -52,8 +52,8 @@
 #include "backstore/backstore.h"
 #include "scsi/stats.h"
 #include "targetd/session.h"
-#include "targetd/control.h"
 #include "targetd/fault.h"
+#include "targetd/reload.h"
 #include "targetd/net.h"
 #include "targetd/target.h"
 
