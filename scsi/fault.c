@@ -612,3 +612,8 @@ enum sense_reason scsi_fault_parse(struct scsi_cmd *cmd)
 	}
 	return SR_OK;
 }
+
+void scsi_fault_injected(struct scsi_lun *lun)
+{
+	scsi_stats_fault(lun);
+}

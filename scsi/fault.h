@@ -108,6 +108,10 @@ const char *scsi_fault_rule_text(const struct scsi_fault_rule *r);
 const struct fault_spec *scsi_fault_rule_spec(const struct scsi_fault_rule *r);
 /* Whether any rule is armed on lun. */
 bool scsi_fault_armed(struct scsi_lun *lun);
+/* The transport injected a fault of its own (a connection dropped, a
+ * digest corrupted, a NOP-In storm) for lun's target: counted with the
+ * LUN's faults (lun NULL: nothing to count on). */
+void scsi_fault_injected(struct scsi_lun *lun);
 
 /* --- the seams (scsi/scsi.c) --- */
 /* After a successful parse, when lun->faults is set. SR_OK: run the

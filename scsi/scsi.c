@@ -146,6 +146,39 @@ void scsi_cmd_done(struct scsi_cmd *cmd, enum sense_reason r)
 	cmd->complete(cmd);
 }
 
+void scsi_cmd_arrived(struct scsi_cmd *cmd)
+{
+	cmd->start_ns = scsi_stats_now_ns();   /* latency: receipt to status */
+}
+
+void scsi_cmd_respond(struct scsi_cmd *cmd)
+{
+	scsi_stats_cmd_done(cmd);
+}
+
+void scsi_cmd_status_sent(struct scsi_cmd *cmd)
+{
+	scsi_histo_sent(cmd);       /* workload histograms: status sent */
+	scsi_stats_cmd_sent(cmd);   /* latency: receipt to status sent */
+}
+
+void scsi_cmd_forget(struct scsi_cmd *cmd)
+{
+	scsi_histo_end(cmd);        /* workload histograms: no longer in flight */
+}
+
+void scsi_cmd_abort(struct scsi_cmd *cmd, bool in_flight)
+{
+	scsi_stats_aborted(cmd);
+	if (in_flight)
+		atomic_store(&cmd->aborted, true);
+}
+
+void scsi_tmf_done(struct scsi_lun *lun, uint8_t function, uint8_t response)
+{
+	scsi_stats_tmf(lun, function, response);
+}
+
 /* SPC-4 4.4.1, SAM-5 5.2: bits outside the usage map are reserved. */
 static enum sense_reason scsi_check_reserved(struct scsi_cmd *cmd, const struct scsi_opcode *op)
 {

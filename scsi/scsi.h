@@ -503,6 +503,30 @@ static inline enum sense_reason scsi_invalid_param(struct scsi_cmd *cmd, uint16_
 	return SR_INVALID_FIELD_PARAM;
 }
 
+/* What the transport reports of a command's life (scsi/scsi.c), on the
+ * command's thread; the statistics and the workload histograms are kept
+ * from these, so a transport never calls them itself:
+ *   scsi_cmd_arrived   its request is in, before scsi_cmd_parse(): the
+ *                      latencies count from here;
+ *   scsi_cmd_respond   its status is final (from parse, execution or the
+ *                      transport) and goes to the initiator: counted once,
+ *                      by opcode, status, sense, bytes and what the
+ *                      opcode implies (scsi/stats.h);
+ *   scsi_cmd_status_sent  the status left on the wire: the latency to it;
+ *   scsi_cmd_forget    the transport drops the command (sent, aborted or
+ *                      never parsed): it is no longer in flight;
+ *   scsi_cmd_abort     task management aborts it (SAM-5 7.2): counted, and
+ *                      a command that is running (in_flight) is told, so a
+ *                      handler may stop early;
+ *   scsi_tmf_done      a task management function on lun (NULL: none
+ *                      known) ended with the transport's response code. */
+void scsi_cmd_arrived(struct scsi_cmd *cmd);
+void scsi_cmd_respond(struct scsi_cmd *cmd);
+void scsi_cmd_status_sent(struct scsi_cmd *cmd);
+void scsi_cmd_forget(struct scsi_cmd *cmd);
+void scsi_cmd_abort(struct scsi_cmd *cmd, bool in_flight);
+void scsi_tmf_done(struct scsi_lun *lun, uint8_t function, uint8_t response);
+
 /* Opcode table (scsi/opcodes.c). */
 const struct scsi_opcode *scsi_opcode_lookup(const uint8_t *cdb);
 extern const struct scsi_opcode *const scsi_opcodes[];

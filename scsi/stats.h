@@ -16,7 +16,7 @@
  *
  * What is counted, and where:
  *   - scsi_stats_cmd_done() — called once for every command that gets a
- *     status (iscsi_task_respond()): commands by opcode, status, sense key
+ *     status (the transport's scsi_cmd_respond(), scsi/scsi.h): commands by opcode, status, sense key
  *     of CHECK CONDITION, bytes read/written, latency histograms (log2
  *     buckets of microseconds from cmd->start_ns) for reads, writes and
  *     VAAI primitives. It also derives everything that opcode, status and
@@ -31,7 +31,8 @@
  *     cmd->stats_flags, so nothing is counted twice), and the blocks a
  *     copy shared by reflink.
  *   - Task management, aborts and unit attentions: scsi_stats_tmf(),
- *     scsi_stats_aborted(), and scsi_ua_take() (scsi/scsi.c).
+ *     scsi_stats_aborted() (from the transport's scsi_tmf_done() and
+ *     scsi_cmd_abort()), and scsi_ua_take() (scsi/scsi.c).
  *
  * LUN lifetime (reload): a command that found its LUN holds it
  * (scsi_stats_hold(), from scsi_cmd_parse()) until its task is freed
@@ -134,7 +135,8 @@ void scsi_stats_lun_free(struct scsi_lun *lun);
 void scsi_stats_hold(struct scsi_cmd *cmd);
 void scsi_stats_release(struct scsi_cmd *cmd);
 void scsi_stats_cmd_done(struct scsi_cmd *cmd);
-/* The transport: the command's status left the socket (latency). */
+/* The command's status left the socket (latency; the transport's
+ * scsi_cmd_status_sent()). */
 void scsi_stats_cmd_sent(struct scsi_cmd *cmd);
 uint64_t scsi_stats_now_ns(void);
 

@@ -14,7 +14,6 @@
 #include "config.h"
 #include <stdlib.h>
 #include "scsi/fault.h"
-#include "scsi/stats.h"
 #include "targetd/cmd.h"
 #include "targetd/cmdsn.h"
 #include "targetd/conn.h"
@@ -109,7 +108,7 @@ static void rx_cmd_init(struct iscsi_conn *c, struct iscsi_task *t, uint32_t cmd
 	cmd->eng = c->thread->eng;
 	cmd->complete = iscsi_cmd_complete_cb;
 	cmd->zc_ok = !c->ddigest;   /* a data digest needs the bytes in hand */
-	cmd->start_ns = scsi_stats_now_ns();   /* latency: receipt to status */
+	scsi_cmd_arrived(cmd);   /* latency: receipt to status */
 
 	uint32_t ahs_len = bhs_ahs_len(b);
 	for (uint32_t off = 0; off + 4 <= ahs_len;) {
@@ -401,7 +400,7 @@ void iscsi_task_respond(struct iscsi_task *t)
 	struct scsi_cmd *cmd = &t->cmd;
 
 	iscsi_cmdsn_done(t);
-	scsi_stats_cmd_done(cmd);
+	scsi_cmd_respond(cmd);
 	t->sess->stat_cmds++;
 	if (cmd->status != SAM_STAT_GOOD)
 		t->sess->stat_not_good++;

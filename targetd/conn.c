@@ -28,8 +28,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "backstore/io_engine.h"
-#include "scsi/histo.h"
-#include "scsi/stats.h"
 #include "targetd/cmd.h"
 #include "targetd/conn.h"
 #include "targetd/fault.h"
@@ -347,10 +345,8 @@ static void slot_done(struct iscsi_conn *c, struct tx_slot *sl)
 		struct iscsi_task *t = container_of(e, struct iscsi_task, tx);
 		bool ends = sl->status && t->state == TASK_RESPOND;
 
-		if (sl->status) {
-			scsi_histo_sent(&t->cmd);       /* workload histograms: status sent */
-			scsi_stats_cmd_sent(&t->cmd);   /* latency: receipt to status sent */
-		}
+		if (sl->status)
+			scsi_cmd_status_sent(&t->cmd);   /* latency, histograms: status sent */
 		/* The status slot holds a reference like any other: the task
 		 * ends after the put, never while the slot still names it. */
 		if (ends) {

@@ -22,7 +22,6 @@
 #include <strings.h>
 #include <unistd.h>
 #include "scsi/fault.h"
-#include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/session.h"
 #include "targetd/fault.h"
@@ -218,7 +217,7 @@ static void count_fault(const struct iscsi_conn *c)
 
 	/* the LUN counters have no place for target-wide faults: LUN 0 gets them */
 	if (s && s->target)
-		scsi_stats_fault(scsi_target_lun(&s->target->st, 0));
+		scsi_fault_injected(scsi_target_lun(&s->target->st, 0));
 }
 
 /* Is the portal down now under a close-portal rule? */
@@ -374,7 +373,7 @@ bool fault_conn_refuse_login(struct iscsi_conn *c, const struct iscsi_target *t,
 	}
 	pthread_rwlock_unlock(&conn_lock);
 	if (refuse && t)
-		scsi_stats_fault(scsi_target_lun(&t->st, 0));
+		scsi_fault_injected(scsi_target_lun(&t->st, 0));
 	return refuse;
 }
 

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
-#include "scsi/histo.h"
-#include "scsi/stats.h"
 #include "targetd/conn.h"
 #include "targetd/session.h"
 #include "targetd/limits.h"
@@ -307,7 +305,7 @@ void iscsi_task_free(struct iscsi_task *t)
 		return;
 	}
 	trace_task_end(t);             /* before the buffer goes */
-	scsi_histo_end(&t->cmd);      /* workload histograms: it is no longer in flight */
+	scsi_cmd_forget(&t->cmd);      /* it is no longer in flight */
 	if (t->in_hash)
 		iscsi_task_hash_del(t);
 	iscsi_cmdsn_forget(t);

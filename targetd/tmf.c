@@ -69,13 +69,12 @@ static void abort_task(struct iscsi_task *t, struct iscsi_tmf *m)
 	switch (t->state) {
 	case TASK_DATA_OUT:
 	case TASK_QUEUED:
-		scsi_stats_aborted(&t->cmd);
+		scsi_cmd_abort(&t->cmd, false);
 		iscsi_task_free(t);
 		break;
 	case TASK_EXEC:
-		scsi_stats_aborted(&t->cmd);
+		scsi_cmd_abort(&t->cmd, true);
 		t->state = TASK_ABORTED;
-		atomic_store(&t->cmd.aborted, true);
 		if (m && !t->tmf_wait) {
 			t->tmf_wait = m;
 			m->waiting++;
@@ -222,7 +221,7 @@ void iscsi_tmf_rx(struct iscsi_conn *c)
 		break;
 	}
 done:
-	scsi_stats_tmf(sl, func, m->response);
+	scsi_tmf_done(sl, func, m->response);
 	log_event(LOG_LVL_INFO, "tmf", KV_S("function", scsi_stats_tmf_name(func)), KV_U("lun", lun),
 		  KV_X("ref_itt", rtt), KV_U("response", m->response), KV_S("initiator", s->initiator),
 		  KV_U("tsih", s->tsih), KV_S("peer", c->peer));
