@@ -31,6 +31,11 @@ enum bs_op {
 	BS_OP_WRITE_ZEROES,  /* offset/len read back as zeroes, blocks stay allocated */
 	BS_OP_DISCARD,       /* offset/len deallocated (thin) and read back as zeroes */
 	BS_OP_COPY,          /* copy len bytes from (src, src_offset) to (bs, offset) */
+	BS_OP_COMPARE_AND_WRITE, /* atomic on the store: iov1 holds 2 * len bytes; if
+	                      * [offset, offset + len) equals the first len, write
+	                      * the second len there; else nothing is written and
+	                      * result = -EILSEQ with io->miscompare set. Only where
+	                      * backstore_caw_max() >= len (offset and len in 512s) */
 };
 
 #define BS_IO_FUA 0x1u     /* write through to stable storage before completing */
@@ -52,6 +57,8 @@ struct bs_io {
 	int64_t result;           /* set before done(): bytes done (>= 0) or -errno */
 	uint64_t reflinked;       /* BS_OP_COPY, set before done(): bytes of len shared
 	                           * with the source (reflink) rather than copied */
+	uint64_t miscompare;      /* COMPARE_AND_WRITE -EILSEQ: offset in the request
+	                           * of the first byte that differs */
 	void (*done)(struct bs_io *io);
 	void *priv;
 	struct bs_io *next;       /* engine-private linkage */
@@ -73,6 +80,12 @@ struct bs_params {
 	bool read_only;
 	bool direct;              /* O_DIRECT */
 	bool create;              /* file: create if missing (needs size) */
+	struct {                  /* type "rbd" (Ceph RBD) */
+		const char *pool;     /* RADOS pool */
+		const char *image;    /* image name in the pool */
+		const char *conf;     /* ceph.conf path; NULL = librados' default */
+		const char *client;   /* client id ("admin" = client.admin); NULL = admin */
+	} rbd;
 };
 
 /* What a backstore holds on its medium (backstore_space()). */
@@ -113,13 +126,17 @@ struct backstore_ops {
 	/* Open the file at bs->path again in place of the one open; optional
 	 * (see backstore_reopen()). */
 	int (*reopen)(struct backstore *bs, uint64_t size, char *err, size_t cap);
+	/* Blocking read (write = false) or write of len bytes at off, for
+	 * COPY between backstores without a file descriptor (rbd); called
+	 * on the worker pool only. Optional. 0 or -errno. */
+	int (*sync_rw)(struct backstore *bs, bool write, void *buf, uint64_t len, uint64_t off);
 };
 
 #define BS_RESIZE_SHRINK 0x1u   /* resize: the caller was told to destroy data */
 
 /* What users of a backstore (scsi/, the daemon) may read: ops, path,
- * size, read_only, thin, discard_zeroes, and the facts through the
- * accessors below. The rest belongs to the backstore implementations. */
+ * size, read_only, thin, discard_zeroes, caw_max, discard_granularity,
+ * identity, and the facts through the accessors below. The rest belongs to the backstore implementations. */
 struct backstore {
 	const struct backstore_ops *ops;
 	char *path;
@@ -137,6 +154,13 @@ struct backstore {
 	 * nothing of it outlives the daemon), with no limit of its own. */
 	uint32_t atomic_min, atomic_max;
 	bool atomic_any;
+	uint32_t caw_max;         /* bytes BS_OP_COMPARE_AND_WRITE takes (0: not offered) */
+	uint32_t discard_granularity; /* bytes: DISCARD gives space back in units of this
+	                           * (0: the backstore's physical block) */
+	const char *identity;     /* names the stored data the same way wherever it is
+	                           * opened (rbd: cluster fsid, pool id, image id), so
+	                           * that gateways sharing it show one LUN identity;
+	                           * NULL for local backstores */
 	/* --- private to backstore/ --- */
 	int fd;                   /* -1 for memory */
 	int atomic_fd;            /* O_DIRECT descriptor for atomic writes, or -1 */
@@ -282,6 +306,15 @@ static inline int backstore_reopen(struct backstore *bs, uint64_t size, char *er
 	return bs->ops->reopen(bs, size, err, cap);
 }
 
+/* COMPARE AND WRITE done atomically by the store itself (shared by several
+ * hosts, such as Ceph RBD): the most bytes one request may cover, 0 when
+ * the backstore does not offer it (the SCSI layer then compares and writes
+ * under its own range lock). */
+static inline uint32_t backstore_caw_max(const struct backstore *bs)
+{
+	return bs ? bs->caw_max : 0;
+}
+
 /* Request contract (every backstore):
  *  - READ/WRITE: io->iov/iovcnt (or iov NULL: the single buffer io->iov1),
  *    len = sum of the iov lengths. With O_DIRECT (params.direct) buffers,
@@ -300,5 +333,8 @@ int64_t backstore_sync_io(struct bs_io *io);
 extern const struct backstore_ops bs_file_ops;
 extern const struct backstore_ops bs_block_ops;
 extern const struct backstore_ops bs_memory_ops;
+#ifdef HAVE_RBD
+extern const struct backstore_ops bs_rbd_ops;
+#endif
 
 #endif

@@ -118,4 +118,18 @@ struct conf_target;
 void conf_check_fault_luns(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
 			   const struct conf_target *t);
 
+/* ---- lun_rbd.c: the keys of an rbd LUN --------------------------------- */
+
+struct conf_lun;
+/* A RADOS pool name, RBD image name (image = true) or Ceph client id
+ * (client = true): NULL if good, else what is wrong with it. */
+const char *conf_rbd_name_error(const char *v, bool image, bool client);
+/* The LUN table's handler for pool, image and client. */
+void conf_lun_rbd_name(struct conf_ctx *x, const config_setting_t *s, const char *key,
+		       void *obj);
+/* The rbd keys of LUN group g: pool and image for an rbd LUN, none of
+ * them elsewhere. True for an rbd LUN. */
+bool conf_lun_check_rbd(struct conf_ctx *x, const config_setting_t *g, const char *prefix,
+			struct conf_lun *l);
+
 #endif

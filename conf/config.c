@@ -48,10 +48,17 @@ static void conf_lun_backstore(struct conf_ctx *x, const config_setting_t *s, co
 
 	if (!conf_get_string(x, s, key, &v))
 		return;
-	if (strcmp(v, "file") && strcmp(v, "block") && strcmp(v, "memory")) {
-		conf_err(x, s, key, "must be \"file\", \"block\" or \"memory\", not \"%s\"", v);
+	if (strcmp(v, "file") && strcmp(v, "block") && strcmp(v, "memory") && strcmp(v, "rbd")) {
+		conf_err(x, s, key, "must be \"file\", \"block\", \"memory\" or \"rbd\", not \"%s\"", v);
 		return;
 	}
+#ifndef HAVE_RBD
+	if (!strcmp(v, "rbd")) {
+		conf_err(x, s, key, "this targetd is built without Ceph RBD (install librbd-dev "
+			 "librados-dev, configure --with-rbd)");
+		return;
+	}
+#endif
 	l->backstore = conf_xstrdup(v);
 }
 
@@ -241,6 +248,10 @@ static const struct conf_field conf_lun_fields[] = {
 	{ "snapshot_of", CONF_K_FUNC, 0, 0, 0, conf_lun_snapshot_of },
 	{ "snapshot_name", CONF_K_FUNC, 0, 0, 0, conf_lun_snapshot_name },
 	{ "snapshot_time", CONF_K_ASCII, offsetof(struct conf_lun, snapshot_time), 0, 32, NULL },
+	{ "pool", CONF_K_FUNC, 0, 0, 0, conf_lun_rbd_name },
+	{ "image", CONF_K_FUNC, 0, 0, 0, conf_lun_rbd_name },
+	{ "client", CONF_K_FUNC, 0, 0, 0, conf_lun_rbd_name },
+	{ "conf", CONF_K_STR, offsetof(struct conf_lun, rbd_conf), 0, 0, NULL },
 };
 
 /* A file LUN: the file exists (regular, readable, writable unless read-only)
@@ -385,7 +396,7 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 	bs_s = config_setting_get_member(g, "backstore");
 	if (!bs_s) {
 		conf_key(key, prefix, "backstore");
-		conf_err(x, g, key, "missing (\"file\", \"block\" or \"memory\")");
+		conf_err(x, g, key, "missing (\"file\", \"block\", \"memory\" or \"rbd\")");
 	}
 	if (l->zero_detect != CONF_ZD_OFF && (!l->thin || l->read_only)) {
 		conf_key(key, prefix, "zero_detect");
@@ -410,7 +421,9 @@ static void conf_parse_lun(struct conf_ctx *x, const config_setting_t *g, const 
 	path_s = config_setting_get_member(g, "path");
 	size_s = config_setting_get_member(g, "size");
 	direct_s = config_setting_get_member(g, "direct");
-	if (!strcmp(l->backstore, "memory")) {
+	if (conf_lun_check_rbd(x, g, prefix, l)) {
+		/* rbd: pool and image instead of a path */
+	} else if (!strcmp(l->backstore, "memory")) {
 		if (path_s) {
 			conf_key(key, prefix, "path");
 			conf_err(x, path_s, key, "not allowed for a memory backstore");

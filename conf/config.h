@@ -50,7 +50,7 @@ struct conf_fault;   /* conf/fault.h */
 
 struct conf_lun {
 	unsigned lun;
-	char *backstore;        /* "file", "block", "memory" */
+	char *backstore;        /* "file", "block", "memory", "rbd" */
 	char *path;             /* file/block; NULL for memory */
 	uint64_t size;          /* bytes; 0 = from the file or device */
 	unsigned block_size;    /* 512 (default) or 4096 */
@@ -74,6 +74,8 @@ struct conf_lun {
 	int snapshot_of;
 	char *snapshot_name;
 	char *snapshot_time;
+	char *rbd_pool, *rbd_image;       /* rbd: the image */
+	char *rbd_conf, *rbd_client;      /* rbd: ceph.conf, client id (NULL = defaults) */
 	int line;
 };
 

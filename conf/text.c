@@ -142,6 +142,10 @@ void conf_free(struct conf *c)
 			free(l->faults);
 			free(l->snapshot_name);
 			free(l->snapshot_time);
+			free(l->rbd_pool);
+			free(l->rbd_image);
+			free(l->rbd_conf);
+			free(l->rbd_client);
 		}
 		free(t->luns);
 		free(t->faults);

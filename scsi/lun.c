@@ -126,6 +126,11 @@ int scsi_lun_create(struct scsi_lun **out, struct scsi_target *t,
 
 	if (p->serial && p->serial[0]) {
 		lun_copy_ascii(lun->serial, sizeof(lun->serial), p->serial);
+	} else if (bs && bs->identity) {
+		/* shared storage (rbd): every gateway exporting it derives the
+		 * same serial from the data's own identity, not the host's */
+		h = lun_hash(0xcbf29ce484222325ull, bs->identity, strlen(bs->identity));
+		snprintf(lun->serial, sizeof(lun->serial), "%016llx", (unsigned long long)h);
 	} else {
 		/* stable default: hash of the target name and LUN id */
 		id_be = (uint16_t)(p->id << 8 | p->id >> 8);

@@ -1,5 +1,6 @@
 /*
- * Logs to the journal, the pid file, the portal check (daemon.h).
+ * Detaching, logs to the journal, the pid file, the portal check
+ * (daemon.h).
  *
  * DESIGN (threads): the journal sink is called by whichever thread logs;
  * it keeps its buffers on the stack and sd_journal_sendv() is safe to call
@@ -102,6 +103,61 @@ void daemon_log_to_journal(void)
 	log_set_sink(journal_sink);
 }
 
+/* ---- detaching ------------------------------------------------------------- */
+
+int daemon_detach_start(void)
+{
+	int p[2];
+	pid_t pid;
+	ssize_t n;
+	char c = 1;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		perror("targetd: pipe");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("targetd: fork");
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		do {
+			n = read(p[0], &c, 1);
+		} while (n < 0 && errno == EINTR);
+		_exit(n == 1 && c == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	if (setsid() < 0) {
+		perror("targetd: setsid");
+		close(p[1]);
+		return -1;
+	}
+	return p[1];
+}
+
+void daemon_detach_ready(int fd)
+{
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	char ok = 0;
+
+	if (chdir("/"))
+		log_warn("chdir /: %s", strerror(errno));
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		dup2(nul, STDERR_FILENO);
+		if (nul > STDERR_FILENO)
+			close(nul);
+	}
+	if (write(fd, &ok, 1) != 1)
+		log_warn("cannot tell the starting process that the daemon is ready");
+	close(fd);
+}
+
 /* ---- pid file ------------------------------------------------------------- */
 
 static char *pid_path;
@@ -115,7 +171,7 @@ int daemon_pidfile_create(const char *path)
 	int fd;
 
 	if (pid_fd >= 0) {
-		/* again after daemon(): the same locked file, the new pid */
+		/* called again: the same locked file, our pid */
 		snprintf(line, sizeof(line), "%ld\n", (long)getpid());
 		if (ftruncate(pid_fd, 0) || pwrite(pid_fd, line, strlen(line), 0) != (ssize_t)strlen(line)) {
 			log_err("--pidfile %s: cannot write: %m", pid_path);

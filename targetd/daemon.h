@@ -1,6 +1,7 @@
 /*
- * The daemon's plumbing around main(): where logs go (stderr, syslog or
- * the systemd journal with structured fields), the pid file, and the
+ * The daemon's plumbing around main(): detaching from the terminal, where
+ * logs go (stderr, syslog or the systemd journal with structured fields),
+ * the pid file, and the
  * start-up checks of --check-config that need the host (can each portal
  * be bound?).
  */
@@ -27,10 +28,22 @@ size_t daemon_journal_fields(int level, const char *line, const char *event,
 
 /* --pidfile: refuse a file that another live targetd holds (locked) or
  * that is not a pid file (never overwrite something else), then write
- * our pid and keep it locked. Called again (after daemon()), it writes
- * the new pid into the same file. 0, or -1 with the reason logged. */
+ * our pid and keep it locked. Called again, it writes our pid into the
+ * same file. 0, or -1 with the reason logged. */
 int daemon_pidfile_create(const char *path);
 void daemon_pidfile_remove(void);
+
+/* Background start (no -f): fork, the parent waiting on a pipe for the
+ * child's word and exiting 0 once the child serves, 1 if it failed or
+ * died first; the child leaves the session (setsid) but keeps stderr, so
+ * that start-up errors still reach the terminal. Called before any
+ * backstore is opened: a librados client forked after it connected
+ * reuses its parent's messenger and hangs. Returns the pipe's write end
+ * in the child, -1 on failure (said on stderr). */
+int daemon_detach_start(void);
+/* The child serves: working directory /, stdin/stdout/stderr on
+ * /dev/null, and the parent released with status 0. */
+void daemon_detach_ready(int fd);
 
 /* --check-config: can each portal be bound (address present on this
  * host, port free)? Prints a warning per portal that cannot be, to

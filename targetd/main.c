@@ -6,12 +6,16 @@
  * configuration before anything starts (a bad config never half-starts the
  * daemon), builds the runtime, starts the network threads and then only
  * waits for signals (sigwait): SIGTERM/SIGINT stop cleanly, SIGHUP
- * reloads the configuration file (reload.c).
+ * reloads the configuration file (reload.c). Without -f it forks
+ * (daemon_detach_start) before any backstore is opened, since a librados
+ * client (rbd LUNs) must be connected in the process that serves; the
+ * starting process waits until the daemon serves and exits with its
+ * start-up status, so start-up errors still reach the terminal.
  *
  * Where logs go: stderr with timestamps in the foreground (-f); the
  * systemd journal with structured fields when stderr is the journal
- * (JOURNAL_STREAM) or the daemon runs as a notify service; syslog once
- * detached (said on stderr before detaching).
+ * (JOURNAL_STREAM) or the daemon runs as a notify service; stderr while a
+ * detached daemon starts, then syslog (said on stderr before detaching).
  */
 #include "config.h"
 #include <errno.h>
@@ -270,29 +274,31 @@ static unsigned main_n_threads(const struct conf *c)
 	return c->threads ? c->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-/* Where logs go once the runtime exists: the journal under systemd, syslog
- * once detached (daemon(): the pid file is written again by the child). 0,
- * or -1 (said on stderr). */
-static int main_logging(const struct main_opts *o)
+/* Without -f: fork before any backstore is opened (a librados client, for
+ * rbd LUNs, must be connected in the process that serves); the starting
+ * process waits for the daemon's word and exits with its start-up status.
+ * *ready_fd: what main_serve() releases it with (-1 in the foreground).
+ * 0, or -1 (said on stderr). */
+static int main_detach(const struct main_opts *o, int *ready_fd)
+{
+	*ready_fd = -1;
+	if (o->foreground)
+		return 0;
+	fprintf(stderr, "targetd: detaching; logs go to syslog (identifier targetd, facility "
+			"daemon)%s%s\n", o->pidfile ? ", pid in " : "", o->pidfile ? o->pidfile : "");
+	*ready_fd = daemon_detach_start();
+	return *ready_fd < 0 ? -1 : 0;
+}
+
+/* Where logs go once the runtime exists: the journal under systemd (a
+ * detached daemon keeps stderr until it serves, then syslog). */
+static void main_logging(const struct main_opts *o)
 {
 	if (o->foreground && (daemon_stderr_is_journal() || getenv("NOTIFY_SOCKET"))) {
 		/* a systemd service: the journal, with the events' fields */
 		openlog("targetd", LOG_PID, LOG_DAEMON);
 		daemon_log_to_journal();
 	}
-	if (!o->foreground) {
-		fprintf(stderr, "targetd: detaching; logs go to syslog (identifier targetd, facility "
-				"daemon)%s%s\n", o->pidfile ? ", pid in " : "", o->pidfile ? o->pidfile : "");
-		if (daemon(0, 0)) {
-			perror("targetd: daemon");
-			return -1;
-		}
-		openlog("targetd", LOG_PID, LOG_DAEMON);
-		log_to_syslog = 1;
-		if (o->pidfile && daemon_pidfile_create(o->pidfile))
-			return -1;
-	}
-	return 0;
 }
 
 /* Build the runtime from the configuration and open the portals, before
@@ -327,19 +333,21 @@ static int main_build(const struct main_opts *o, struct main_conf *mc,
 		conf_free(conf);
 		return 1;
 	}
-	reload_init(o->config_file, conf, mc->text, &mc->ov);   /* before daemon() changes directory */
+	reload_init(o->config_file, conf, mc->text, &mc->ov);   /* before daemon_detach_ready() changes directory */
 	if (o->pidfile && daemon_pidfile_create(o->pidfile)) {
 		target_runtime_free(target_runtime);
 		conf_free(conf);
 		return 1;
 	}
-	return main_logging(o) ? 1 : 0;
+	main_logging(o);
+	return 0;
 }
 
-/* Start serving: the network threads, then the HTTP servers (after
- * daemon(): their threads would not survive the fork) and the control
- * socket; tell systemd and the log. 0, or the exit status. */
-static int main_serve(const struct main_opts *o, struct conf *conf)
+/* Start serving: the network threads, then the HTTP servers (after the
+ * fork: their threads would not survive it) and the control socket; tell
+ * systemd, the starting process (ready_fd, when detached) and the log. 0,
+ * or the exit status. */
+static int main_serve(const struct main_opts *o, struct conf *conf, int ready_fd)
 {
 	target_runtime->n_threads = main_n_threads(conf);
 	if (!target_runtime->n_threads)
@@ -367,6 +375,12 @@ static int main_serve(const struct main_opts *o, struct conf *conf)
 		print_urls(conf);
 	sd_notifyf(0, "READY=1\nSTATUS=serving %u targets\nMAINPID=%lu", target_runtime->n_targets,
 		   (unsigned long)getpid());
+	if (!o->foreground) {
+		/* serving: the starting process exits 0, logs go to syslog */
+		daemon_detach_ready(ready_fd);
+		openlog("targetd", LOG_PID, LOG_DAEMON);
+		log_to_syslog = 1;
+	}
 	banner(conf, reload_config_file(), o->foreground);
 	return 0;
 }
@@ -423,7 +437,7 @@ int main(int argc, char **argv)
 	struct main_conf mc = { 0 };
 	struct targetd_runtime runtime;
 	sigset_t sigs;
-	int rc;
+	int rc, ready_fd;
 
 	if ((rc = main_parse_args(argc, argv, &o)) >= 0)
 		return rc;
@@ -437,7 +451,14 @@ int main(int argc, char **argv)
 		conf_free(&mc.conf);
 		return 1;
 	}
-	if ((rc = main_build(&o, &mc, &runtime, &sigs)) || (rc = main_serve(&o, &mc.conf)))
+	if (main_detach(&o, &ready_fd)) {
+		conf_free(&mc.conf);
+		free(mc.text);
+		free(mc.embedded_sock);
+		return 1;
+	}
+	if ((rc = main_build(&o, &mc, &runtime, &sigs)) ||
+	    (rc = main_serve(&o, &mc.conf, ready_fd)))
 		return rc;
 	main_signal_loop(&sigs);
 	main_shutdown(&mc);

@@ -134,6 +134,8 @@ int target_lun_open(struct iscsi_target *t, const struct conf_lun *cl, struct sc
 		.read_only = cl->read_only,
 		.direct = cl->direct,
 		.create = cl->size != 0,
+		.rbd = { .pool = cl->rbd_pool, .image = cl->rbd_image, .conf = cl->rbd_conf,
+			 .client = cl->rbd_client },
 	};
 	struct scsi_lun_params lp = {
 		.id = (uint16_t)cl->lun,

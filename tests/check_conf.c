@@ -381,7 +381,23 @@ static const struct bad_case bad_cases[] = {
 	  { "t.conf:4: targets[0].luns[0].lun: must be an integer" } },
 	{ LUN("lun = 0; size = \"1M\";"), 0, { "t.conf:4: targets[0].luns[0].backstore: missing" } },
 	{ LUN("lun = 0; backstore = \"tape\";"), 0,
-	  { "t.conf:4: targets[0].luns[0].backstore: must be \"file\", \"block\" or \"memory\", not \"tape\"" } },
+	  { "t.conf:4: targets[0].luns[0].backstore: must be \"file\", \"block\", \"memory\" or \"rbd\", not \"tape\"" } },
+#ifdef HAVE_RBD
+	/* rbd: pool and image instead of a path */
+	{ LUN("lun = 0; backstore = \"rbd\"; image = \"i\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].pool: required for an rbd backstore" } },
+	{ LUN("lun = 0; backstore = \"rbd\"; pool = \"p\"; image = \"a@snap\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].image: \"a@snap\" must not contain '/' or '@'" } },
+	{ LUN("lun = 0; backstore = \"rbd\"; pool = \"p\"; image = \"i\"; path = \"/x\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].path: not applicable to an rbd backstore" } },
+	{ LUN("lun = 0; backstore = \"rbd\"; pool = \"p\"; image = \"i\"; client = \"a b\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].client: \"a b\" must be printable ASCII without spaces" } },
+	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; image = \"i\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].image: only for backstore = \"rbd\"" } },
+#else
+	{ LUN("lun = 0; backstore = \"rbd\"; pool = \"p\"; image = \"i\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].backstore: this targetd is built without Ceph RBD" } },
+#endif
 	{ LUN("lun = 0; backstore = 1;"), 0, { "t.conf:4: targets[0].luns[0].backstore: must be a string" } },
 	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; block_size = 1024;"), 0,
 	  { "t.conf:4: targets[0].luns[0].block_size: must be 512 or 4096" } },
