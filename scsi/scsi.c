@@ -412,6 +412,8 @@ void scsi_submit(struct scsi_cmd *cmd, const struct scsi_io *rq)
 	} else if (rq->buf) {
 		io->iov1.iov_base = rq->buf;
 		io->iov1.iov_len = (size_t)rq->len;
+		if (rq->op == BS_OP_COMPARE_AND_WRITE)
+			io->iov1.iov_len = (size_t)(2 * rq->len);  /* both halves */
 		io->iov = &io->iov1;
 		io->iovcnt = 1;
 	}

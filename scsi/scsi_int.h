@@ -129,7 +129,8 @@ struct scsi_io {
 	enum bs_op op;
 	unsigned flags;               /* BS_IO_FUA (scsi_write_flags()) */
 	uint64_t offset, len;
-	void *buf;                    /* READ/WRITE: one buffer of len bytes, or */
+	void *buf;                    /* READ/WRITE: one buffer of len bytes (2 * len for
+	                               * COMPARE_AND_WRITE: compare, then write), or */
 	struct iovec *iov;            /* a vector of iovcnt entries */
 	int iovcnt;
 	struct scsi_lun *src;         /* BS_OP_COPY: from this LUN's backstore */

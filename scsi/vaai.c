@@ -14,7 +14,11 @@
  *    written; once submitted, the WRITE completes whole. Either way the
  *    lock is released when the command completes, so an aborted ATS can
  *    neither leave half a write nor a lock behind, and a later ATS never
- *    compares against a torn block. SCSI-2 RESERVE takes the whole LUN
+ *    compares against a torn block. A backstore that compares and writes
+ *    itself, atomically against other hosts sharing the store (rbd:
+ *    backstore_caw_max()), gets one COMPARE_AND_WRITE request instead of
+ *    the READ and the WRITE, still under the range lock; the LUN then
+ *    offers what that request can cover. SCSI-2 RESERVE takes the whole LUN
  *    exclusively (scsi/pr.c), so it waits for an ATS in flight, and an
  *    ATS that waited behind it checks the reservation again.
  *  - WRITE SAME: RL_SHARED. UNMAP=1 (thin LUNs only) is one DISCARD
@@ -41,6 +45,21 @@
 #include "scsi/pr.h"
 #include "scsi/stats.h"
 #include "backstore/io_engine.h"
+
+/* SBC-4 6.6.4 MAXIMUM COMPARE AND WRITE LENGTH: what the store's own
+ * compare-and-write covers when it covers a block (rbd; then the store
+ * compares and writes), else what the range lock makes atomic. */
+static bool vaai_caw_native(const struct scsi_lun *lun)
+{
+	return lun->bs && backstore_caw_max(lun->bs) >= lun->block_size;
+}
+
+static uint32_t vaai_caw_max_blocks(const struct scsi_lun *lun)
+{
+	if (!vaai_caw_native(lun))
+		return VAAI_CAW_MAX_BLOCKS;
+	return MIN(VAAI_CAW_MAX_BLOCKS, backstore_caw_max(lun->bs) >> lun->block_shift);
+}
 
 bool vaai_lbp(const struct scsi_lun *lun)
 {
@@ -117,6 +136,30 @@ static void caw_read_done(struct bs_io *io)
 		    scsi_write_flags(cmd), caw_write_done);
 }
 
+/* The store compared and wrote (or not) in one request. */
+static void caw_native_done(struct bs_io *io)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (io->result == -EILSEQ) {
+		/* SBC-4 5.3: INFORMATION = offset in the Data-Out Buffer of
+		 * the first byte that differs (the compare half comes first) */
+		cmd->info_valid = true;
+		cmd->info = io->miscompare;
+		scsi_cmd_done(cmd, SR_MISCOMPARE_VERIFY);
+		return;
+	}
+	scsi_cmd_done(cmd, io->result < 0 ? scsi_bs_error(io->result, true) : SR_OK);
+}
+
+static enum sense_reason caw_native(struct scsi_cmd *cmd, uint64_t len)
+{
+	/* one buffer: the compare half, then the write half */
+	vaai_submit(cmd, BS_OP_COMPARE_AND_WRITE, cmd->lba << cmd->lun->block_shift, len, cmd->buf,
+		    0, caw_native_done);
+	return SR_PENDING;
+}
+
 static enum sense_reason caw_locked(struct scsi_cmd *cmd)
 {
 	uint64_t len = (uint64_t)cmd->nblocks << cmd->lun->block_shift;
@@ -129,6 +172,8 @@ static enum sense_reason caw_locked(struct scsi_cmd *cmd)
 	r = pr_check(cmd);
 	if (r)
 		return r;
+	if (vaai_caw_native(cmd->lun))
+		return caw_native(cmd, len);
 	scratch = scsi_scratch(cmd, (size_t)len);
 	if (!scratch)
 		return SR_INTERNAL_ERROR;
@@ -160,7 +205,7 @@ enum sense_reason vaai_parse_caw(struct scsi_cmd *cmd)
 		cmd->execute = vaai_exec_nothing;
 		return SR_OK;
 	}
-	if (n > VAAI_CAW_MAX_BLOCKS)
+	if (n > vaai_caw_max_blocks(lun))
 		return scsi_invalid_cdb(cmd, 13, -1);
 	if (scsi_check_lba_range(cmd, lba, n))
 		return SR_LBA_OUT_OF_RANGE;
@@ -491,10 +536,13 @@ enum sense_reason vaai_parse_get_lba_status(struct scsi_cmd *cmd)
 void vaai_vpd_block_limits(const struct scsi_lun *lun, uint8_t *d)
 {
 	uint32_t gran = 1u << lun->lbppb_exp;          /* one physical block */
+	uint32_t dg = lun->bs ? lun->bs->discard_granularity >> lun->block_shift : 0;
 	uint32_t gone = scsi_fault_withdrawn(lun);     /* fault injection: a lost VAAI */
 
+	if (dg > gran)
+		gran = dg;                              /* the store frees space in larger units */
 	if (!(gone & FAULT_CAP_CAW))
-		d[5] = VAAI_CAW_MAX_BLOCKS;            /* MAXIMUM COMPARE AND WRITE LENGTH */
+		d[5] = (uint8_t)vaai_caw_max_blocks(lun); /* MAXIMUM COMPARE AND WRITE LENGTH */
 	if (vaai_lbp(lun) && !(gone & FAULT_CAP_UNMAP)) {
 		put_be32(d + 20, vaai_unmap_max_blocks(lun));   /* MAXIMUM UNMAP LBA COUNT */
 		put_be32(d + 24, VAAI_UNMAP_MAX_DESC);  /* MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT */

@@ -10,6 +10,13 @@
  *       exactly that (no lost update), every COMPARE AND WRITE must have
  *       ended GOOD or MISCOMPARE (with the offset of the first differing
  *       byte), and every release must have found the lock still ours.
+ *       URL may be a comma-separated list (gateways exporting one LUN): the
+ *       sessions take its URLs in turn.
+ *   atsrace miscompare URL LBA
+ *       COMPARE AND WRITE at LBA whose compare data differs from the block
+ *       at one byte (several positions): each must give MISCOMPARE with
+ *       that byte's offset in INFORMATION and leave the block unchanged;
+ *       then a matching one writes it.
  *   atsrace abort URL ROUNDS
  *       COMPARE AND WRITE commands aborted (ABORT TASK) right after being
  *       sent: afterwards the block holds either the old or the new image,
@@ -191,7 +198,8 @@ static int ar_caw(struct ar_conn *c, uint64_t lba, const uint8_t *cmp, const uin
 /* ----------------------------------------------------------------- race */
 
 struct race {
-	const char *url;
+	char *urls[16];
+	unsigned n_urls;
 	unsigned target;
 	atomic_uint claimed;
 	atomic_ulong miscompares;
@@ -212,7 +220,7 @@ static void *race_worker(void *arg)
 	uint8_t *zero, *mine, *scratch, *ctr;
 	unsigned seq = 0;
 
-	ar_connect(&c, race->url);
+	ar_connect(&c, race->urls[(rt->id - 1) % race->n_urls]);
 	zero = calloc(1, c.bs);
 	mine = malloc(c.bs);
 	scratch = malloc(2 * (size_t)c.bs);
@@ -262,11 +270,13 @@ static int cmd_race(int argc, char **argv)
 		ar_fail("usage: race URL SESSIONS ACQUISITIONS");
 	n = (unsigned)atoi(argv[1]);
 	memset(&race, 0, sizeof(race));
-	race.url = argv[0];
+	for (char *save = NULL, *u = strtok_r(argv[0], ",", &save); u && race.n_urls < 16;
+	     u = strtok_r(NULL, ",", &save))
+		race.urls[race.n_urls++] = u;
 	race.target = (unsigned)atoi(argv[2]);
-	if (n < 1 || race.target < 1)
-		ar_fail("SESSIONS and ACQUISITIONS must be positive");
-	ar_connect(&c, race.url);
+	if (n < 1 || race.target < 1 || !race.n_urls)
+		ar_fail("SESSIONS and ACQUISITIONS must be positive, URL not empty");
+	ar_connect(&c, race.urls[0]);
 	blk = calloc(1, c.bs);
 	if (!blk)
 		ar_fail("out of memory");
@@ -288,9 +298,9 @@ static int cmd_race(int argc, char **argv)
 	dt = ar_now() - t0;
 	ar_read(&c, AR_COUNTER_LBA, blk, c.bs);
 	memcpy(&after, blk, sizeof(after));
-	printf("race: %u sessions, %lu acquisitions, %lu miscompares while contended, "
+	printf("race: %u sessions over %u URL(s), %lu acquisitions, %lu miscompares while contended, "
 	       "counter %" PRIu64 " -> %" PRIu64 ", %.2f s (%.0f acquisitions/s)\n",
-	       n, atomic_load(&race.acquisitions), atomic_load(&race.miscompares), before, after,
+	       n, race.n_urls, atomic_load(&race.acquisitions), atomic_load(&race.miscompares), before, after,
 	       dt, atomic_load(&race.acquisitions) / dt);
 	if (after - before != atomic_load(&race.acquisitions))
 		ar_fail("lost updates: counter grew by %" PRIu64 ", %lu acquisitions",
@@ -1070,14 +1080,84 @@ static int cmd_writeperf(int argc, char **argv)
 	return 0;
 }
 
+/* ----------------------------------------------------------- miscompare */
+
+static uint32_t ar_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int cmd_miscompare(int argc, char **argv)
+{
+	static const unsigned at[] = { 0, 1, 100, 255, 511 };
+	struct ar_conn c;
+	uint8_t *blk, *buf, *back;
+	uint64_t lba;
+	unsigned i, k;
+
+	if (argc != 2)
+		ar_fail("usage: miscompare URL LBA");
+	ar_connect(&c, argv[0]);
+	lba = strtoull(argv[1], NULL, 0);
+	blk = malloc(c.bs);
+	back = malloc(c.bs);
+	buf = malloc(2 * (size_t)c.bs);
+	if (!blk || !buf || !back)
+		ar_fail("out of memory");
+	for (i = 0; i < c.bs; i++)
+		blk[i] = (uint8_t)(i * 7 + 1);
+	ar_write(&c, lba, blk, c.bs);
+	for (k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		unsigned off = at[k] % c.bs;
+		struct scsi_task *t;
+
+		memcpy(buf, blk, c.bs);
+		buf[off] ^= 0x5a;
+		memset(buf + c.bs, 0xee, c.bs);
+		t = iscsi_compareandwrite_sync(c.ctx, c.lun, lba, buf, 2 * c.bs, (int)c.bs,
+					       0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_CHECK_CONDITION ||
+		    t->sense.key != SCSI_SENSE_MISCOMPARE)
+			ar_fail("LBA %" PRIu64 " byte %u: no MISCOMPARE (%s)", lba, off,
+				iscsi_get_error(c.ctx));
+		/* fixed-format sense after the 2-byte SenseLength: VALID (byte
+		 * 0 bit 7) and INFORMATION (bytes 3..6) */
+		if (t->datain.size < 2 + 7 || !(t->datain.data[2] & 0x80) ||
+		    ar_be32(t->datain.data + 2 + 3) != off)
+			ar_fail("LBA %" PRIu64 ": MISCOMPARE INFORMATION %s%u, the first differing "
+				"byte is %u", lba,
+				t->datain.size >= 9 && (t->datain.data[2] & 0x80) ? "" : "(not valid) ",
+				t->datain.size >= 9 ? ar_be32(t->datain.data + 5) : 0, off);
+		scsi_free_scsi_task(t);
+		ar_read(&c, lba, back, c.bs);
+		if (memcmp(back, blk, c.bs))
+			ar_fail("LBA %" PRIu64 ": a miscompare wrote the block", lba);
+	}
+	memcpy(buf, blk, c.bs);
+	memset(buf + c.bs, 0xee, c.bs);
+	if (!ar_caw(&c, lba, blk, buf + c.bs, buf))
+		ar_fail("LBA %" PRIu64 ": a matching COMPARE AND WRITE miscompared", lba);
+	ar_read(&c, lba, back, c.bs);
+	if (back[0] != 0xee || back[c.bs - 1] != 0xee)
+		ar_fail("LBA %" PRIu64 ": a matching COMPARE AND WRITE did not write", lba);
+	printf("miscompare: LBA %" PRIu64 ": offsets right, nothing written on a mismatch\n", lba);
+	ar_disconnect(&c);
+	free(blk);
+	free(buf);
+	free(back);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: atsrace race|abort|xcopy|fill|fillfull|unmap|wsunmap|lbastatus|copy|writeperf|bench ...\n");
+		fprintf(stderr, "usage: atsrace race|miscompare|abort|xcopy|fill|fillfull|unmap|wsunmap|lbastatus|copy|writeperf|bench ...\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "race"))
 		return cmd_race(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "miscompare"))
+		return cmd_miscompare(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "abort"))
 		return cmd_abort(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "xcopy"))

@@ -31,6 +31,7 @@ int main(void)
 	srunner_add_suite(sr, space_suite());
 	srunner_add_suite(sr, log_suite());
 	srunner_add_suite(sr, fault_suite());
+	srunner_add_suite(sr, caw_native_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -27,5 +27,6 @@ Suite *histo_suite(void);
 Suite *space_suite(void);
 Suite *log_suite(void);
 Suite *fault_suite(void);
+Suite *caw_native_suite(void);
 
 #endif

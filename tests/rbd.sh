@@ -118,6 +118,11 @@ run_test "write, read, compare" "$ITEST" rw "$URL/0"
 run_test "8 sessions at queue depth 32" "$ITEST" concurrency "$URL/0" 8
 run_test "marked extents" "$ITEST" mark "$URL/0" 1234
 run_test "COMPARE AND WRITE lock race, 4 sessions" "$ATSRACE" race "$URL/0" 4 400
+# librbd 16 reports the mismatch offset plus the object's image offset:
+# blocks in the first object, the second (4 MiB = LBA 8192) and later ones
+run_test "MISCOMPARE offsets, object 0" "$ATSRACE" miscompare "$URL/0" 3
+run_test "MISCOMPARE offsets, object 1" "$ATSRACE" miscompare "$URL/0" 8193
+run_test "MISCOMPARE offsets, object 5" "$ATSRACE" miscompare "$URL/0" $((5 * 8192 + 4000))
 run_test "COMPARE AND WRITE aborted" "$ATSRACE" abort "$URL/0" 20
 run_test "EXTENDED COPY rbd to file and within rbd" "$ATSRACE" copy "$URL/0" "$URL/1" 8
 run_test "EXTENDED COPY file to rbd" "$ATSRACE" copy "$URL/1" "$URL/0" 8
