@@ -103,6 +103,38 @@ struct bs_space {
 #define BS_SPACE_POOL   0x1u  /* backstore_space(): pool_size, pool_free too */
 #define BS_SPACE_SHARED 0x2u  /* and shared (walks the file's extents: not
                                * for the data path) */
+/*
+ * Records shared by every host that opens the same store (rbd: small RADOS
+ * objects beside the image), for state that every gateway of a shared LUN
+ * must agree on (reservations). A record is a byte string with a version;
+ * a write succeeds only while the record still has the version the writer
+ * last saw (compare-and-set), so two hosts never both win. A note sent to
+ * a record reaches every host watching it. All calls block on the store
+ * (network round trips): never on the data path.
+ */
+struct bs_shared_ops {
+	/* Up to cap bytes into buf, the length in *len and the version in
+	 * *version (0 and length 0 when there is no record yet). 0 or -errno
+	 * (-EFBIG: longer than cap). */
+	int (*read)(struct backstore *bs, const char *name, void *buf, size_t cap, size_t *len,
+		    uint64_t *version);
+	/* Replace the record with buf if its version is still *version (0:
+	 * create it); *version becomes the new version. -ECANCELED when
+	 * another host changed (or created) it first. */
+	int (*cas)(struct backstore *bs, const char *name, const void *buf, size_t len,
+		   uint64_t *version);
+	/* Send note to every watcher of the record (this host's too) and
+	 * wait, a few seconds at most, for them to take it. 0 or -errno. */
+	int (*notify)(struct backstore *bs, const char *name, const void *note, size_t len);
+	/* Until unwatch: cb(arg, note, len) on a store thread for every note,
+	 * and cb(arg, NULL, 0) when notes may have been missed (read the
+	 * record again). The record must exist. */
+	int (*watch)(struct backstore *bs, const char *name,
+		     void (*cb)(void *arg, const void *note, size_t len), void *arg,
+		     uint64_t *handle);
+	/* No callback runs once this returns. */
+	void (*unwatch)(struct backstore *bs, uint64_t handle);
+};
 
 struct backstore_ops {
 	const char *name;
@@ -130,6 +162,8 @@ struct backstore_ops {
 	 * COPY between backstores without a file descriptor (rbd); called
 	 * on the worker pool only. Optional. 0 or -errno. */
 	int (*sync_rw)(struct backstore *bs, bool write, void *buf, uint64_t len, uint64_t off);
+	/* Records shared with other hosts of the same store; optional. */
+	const struct bs_shared_ops *shared;
 };
 
 #define BS_RESIZE_SHRINK 0x1u   /* resize: the caller was told to destroy data */

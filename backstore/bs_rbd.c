@@ -42,6 +42,15 @@
  *  lba_status    rbd_diff_iterate2 over a bounded number of objects: an
  *                object that exists is mapped over the extent RADOS
  *                reports, one that does not is deallocated. Synchronous.
+ *
+ * Shared records (backstore.h, bs_shared_ops): RADOS objects
+ * "targetd.<image id>.<name>" in the image's pool. The object starts with a
+ * fixed-size header holding the version ("targetd <16 hex digits>\n");
+ * compare-and-set is one RADOS write operation that compares the header
+ * (cmpext) or creates the object exclusively, then writes it whole, so the
+ * OSD applies it or nothing. Notes are RADOS notifies on the object (every
+ * watcher acknowledges, bounded by BS_RBD_NOTIFY_MS); watches call the
+ * caller's function on librados' thread, then acknowledge.
  */
 #include "config.h"
 #include <errno.h>
@@ -67,6 +76,12 @@
  * request each without the fast-diff feature). */
 #define BS_RBD_STATUS_OBJECTS 8u
 
+/* Shared records: the version header, how long a note may wait for the
+ * other watchers, and the longest record. */
+#define BS_RBD_REC_HDR 25
+#define BS_RBD_NOTIFY_MS 5000
+#define BS_RBD_REC_MAX (1u << 20)
+
 struct bs_rbd_cluster {
 	struct bs_rbd_cluster *next;
 	char *conf, *client;          /* as configured (NULL = default) */
@@ -80,6 +95,15 @@ struct bs_rbd {
 	rbd_image_t image;
 	uint64_t obj_size;            /* bytes per RADOS object */
 	char ident[160];              /* the image's identity (backstore.identity) */
+	char id[64];                  /* the image id (names the shared records) */
+};
+
+struct bs_rbd_watch {
+	rados_ioctx_t ioctx;
+	char oid[200];
+	uint64_t cookie;
+	void (*cb)(void *arg, const void *note, size_t len);
+	void *arg;
 };
 
 static pthread_mutex_t bs_rbd_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -244,6 +268,7 @@ static int bs_rbd_check_image(struct backstore *bs, struct bs_rbd *r, const stru
 			 "exclusive-lock (those it has)",
 			 p->rbd.pool, p->rbd.image, p->rbd.pool, p->rbd.image);
 	r->obj_size = info.obj_size ? info.obj_size : (4u << 20);
+	snprintf(r->id, sizeof(r->id), "%s", id);
 	snprintf(r->ident, sizeof(r->ident), "rbd:%s:%" PRId64 ":%s", fsid,
 		 rados_ioctx_get_id(r->ioctx), id);
 	bs->size = size;
@@ -553,6 +578,170 @@ static int bs_rbd_lba_status(struct backstore *bs, uint64_t offset, uint64_t max
 	return 0;
 }
 
+/* ---- shared records ------------------------------------------------- */
+
+static void bs_rbd_oid(const struct bs_rbd *r, const char *name, char *oid, size_t cap)
+{
+	snprintf(oid, cap, "targetd.%s.%s", r->id, name);
+}
+
+static int bs_rbd_rec_read(struct backstore *bs, const char *name, void *buf, size_t cap,
+			   size_t *len, uint64_t *version)
+{
+	struct bs_rbd *r = bs->priv;
+	size_t want = BS_RBD_REC_HDR + MIN(cap, (size_t)BS_RBD_REC_MAX) + 1;
+	char oid[200], *tmp = malloc(want), *e;
+	int n;
+
+	*len = 0;
+	*version = 0;
+	if (!tmp)
+		return -ENOMEM;
+	bs_rbd_oid(r, name, oid, sizeof(oid));
+	n = rados_read(r->ioctx, oid, tmp, want, 0);
+	if (n == -ENOENT) {
+		free(tmp);
+		return 0;
+	}
+	if (n >= 0 && (n < BS_RBD_REC_HDR || memcmp(tmp, "targetd ", 8) ||
+		       tmp[BS_RBD_REC_HDR - 1] != '\n'))
+		n = -EBADMSG;
+	if (n >= 0) {
+		*version = strtoull(tmp + 8, &e, 16);
+		if (e != tmp + BS_RBD_REC_HDR - 1 || *version == 0)
+			n = -EBADMSG;
+	}
+	if (n >= 0 && (size_t)n - BS_RBD_REC_HDR > cap)
+		n = -EFBIG;
+	if (n >= 0) {
+		*len = (size_t)n - BS_RBD_REC_HDR;
+		memcpy(buf, tmp + BS_RBD_REC_HDR, *len);
+		n = 0;
+	}
+	free(tmp);
+	return n;
+}
+
+static int bs_rbd_rec_cas(struct backstore *bs, const char *name, const void *buf, size_t len,
+			  uint64_t *version)
+{
+	struct bs_rbd *r = bs->priv;
+	char oid[200], old[BS_RBD_REC_HDR + 1], *out;
+	rados_write_op_t op;
+	int prval = 0, e;
+
+	if (len > BS_RBD_REC_MAX)
+		return -EFBIG;
+	out = malloc(BS_RBD_REC_HDR + len + 1);
+	if (!out)
+		return -ENOMEM;
+	bs_rbd_oid(r, name, oid, sizeof(oid));
+	snprintf(old, sizeof(old), "targetd %016" PRIx64 "\n", *version);
+	snprintf(out, BS_RBD_REC_HDR + 1, "targetd %016" PRIx64 "\n", *version + 1);
+	memcpy(out + BS_RBD_REC_HDR, buf, len);
+	op = rados_create_write_op();
+	if (!op) {
+		free(out);
+		return -ENOMEM;
+	}
+	if (*version == 0)
+		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	else
+		rados_write_op_cmpext(op, old, BS_RBD_REC_HDR, 0, &prval);
+	rados_write_op_write_full(op, out, BS_RBD_REC_HDR + len);
+	e = rados_write_op_operate(op, r->ioctx, oid, NULL, 0);
+	rados_release_write_op(op);
+	free(out);
+	/* another host first: the object exists already, or its header
+	 * differs (cmpext fails with -MAX_ERRNO - offset, or -ECANCELED) */
+	if (e == -EEXIST || e == -ECANCELED || e <= -4095 || (e < 0 && prval < 0))
+		return -ECANCELED;
+	if (e < 0)
+		return e;
+	(*version)++;
+	return 0;
+}
+
+static int bs_rbd_rec_notify(struct backstore *bs, const char *name, const void *note,
+			     size_t len)
+{
+	struct bs_rbd *r = bs->priv;
+	char oid[200], *reply = NULL;
+	size_t rlen = 0;
+	int e;
+
+	if (len > BS_RBD_REC_MAX)
+		return -EFBIG;
+	bs_rbd_oid(r, name, oid, sizeof(oid));
+	e = rados_notify2(r->ioctx, oid, note, (int)len, BS_RBD_NOTIFY_MS, &reply, &rlen);
+	if (reply)
+		rados_buffer_free(reply);
+	return e;
+}
+
+static void bs_rbd_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier,
+			    void *data, size_t len)
+{
+	struct bs_rbd_watch *w = arg;
+
+	(void)notifier;
+	w->cb(w->arg, data, len);
+	rados_notify_ack(w->ioctx, w->oid, notify_id, handle, NULL, 0);
+}
+
+static void bs_rbd_watch_err(void *arg, uint64_t cookie, int err)
+{
+	struct bs_rbd_watch *w = arg;
+
+	(void)cookie;
+	log_warn("rbd: watch on %s: %s: notes may have been missed, the record is read again",
+		 w->oid, strerror(-err));
+	w->cb(w->arg, NULL, 0);
+}
+
+static int bs_rbd_rec_watch(struct backstore *bs, const char *name,
+			    void (*cb)(void *arg, const void *note, size_t len), void *arg,
+			    uint64_t *handle)
+{
+	struct bs_rbd *r = bs->priv;
+	struct bs_rbd_watch *w = calloc(1, sizeof(*w));
+	int e;
+
+	if (!w)
+		return -ENOMEM;
+	w->ioctx = r->ioctx;
+	w->cb = cb;
+	w->arg = arg;
+	bs_rbd_oid(r, name, w->oid, sizeof(w->oid));
+	e = rados_watch3(r->ioctx, w->oid, &w->cookie, bs_rbd_watch_cb, bs_rbd_watch_err, 30, w);
+	if (e < 0) {
+		free(w);
+		return e;
+	}
+	*handle = (uint64_t)(uintptr_t)w;
+	return 0;
+}
+
+static void bs_rbd_rec_unwatch(struct backstore *bs, uint64_t handle)
+{
+	struct bs_rbd *r = bs->priv;
+	struct bs_rbd_watch *w = (struct bs_rbd_watch *)(uintptr_t)handle;
+
+	if (!w)
+		return;
+	rados_unwatch2(w->ioctx, w->cookie);
+	rados_watch_flush(r->cl->rados);
+	free(w);
+}
+
+static const struct bs_shared_ops bs_rbd_shared_ops = {
+	.read = bs_rbd_rec_read,
+	.cas = bs_rbd_rec_cas,
+	.notify = bs_rbd_rec_notify,
+	.watch = bs_rbd_rec_watch,
+	.unwatch = bs_rbd_rec_unwatch,
+};
+
 const struct backstore_ops bs_rbd_ops = {
 	.name = "rbd",
 	.open = bs_rbd_open,
@@ -560,4 +749,5 @@ const struct backstore_ops bs_rbd_ops = {
 	.submit = bs_rbd_submit,
 	.lba_status = bs_rbd_lba_status,
 	.sync_rw = bs_rbd_sync_rw,
+	.shared = &bs_rbd_shared_ops,
 };

@@ -69,6 +69,7 @@ void pr_lun_free(struct scsi_lun *lun)
 
 	if (!p)
 		return;
+	pr_shared_detach(p);
 	pthread_mutex_destroy(&p->lock);
 	free(p->regs);
 	free(p->path);
@@ -77,7 +78,7 @@ void pr_lun_free(struct scsi_lun *lun)
 }
 
 /* Under p->lock: republish the fast-path summary. */
-static void pr_publish(struct pr_lun *p)
+void pr_publish(struct pr_lun *p)
 {
 	unsigned a = (p->spc2 ? PR_ACT_SPC2 : 0) | (p->resv ? PR_ACT_PR : 0);
 
@@ -187,8 +188,8 @@ static void pr_reg_del(struct pr_lun *p, unsigned i)
 
 /* Establish 'ua' for every attached nexus that one of regs[0..n) names,
  * except 'except'. Under p->lock. */
-static void pr_ua_regs(struct scsi_lun *lun, const struct pr_reg *regs, unsigned n,
-		       enum scsi_ua ua, const struct scsi_nexus *except)
+void pr_ua_regs(struct scsi_lun *lun, const struct pr_reg *regs, unsigned n, enum scsi_ua ua,
+		const struct scsi_nexus *except)
 {
 	struct scsi_target *t = lun->target;
 	struct list_head *pos;
@@ -357,6 +358,12 @@ enum sense_reason pr_check(struct scsi_cmd *cmd)
 
 	if (!p)
 		return SR_OK;
+	if (unlikely(pr_shared_stale(p))) {
+		/* a shared LUN whose notes may have been missed */
+		pthread_mutex_lock(&p->lock);
+		pr_shared_sync(p);
+		pthread_mutex_unlock(&p->lock);
+	}
 	act = atomic_load_explicit(&p->active, memory_order_acquire);
 	if (likely(!act))
 		return SR_OK;
@@ -374,6 +381,53 @@ enum sense_reason pr_check(struct scsi_cmd *cmd)
 
 /* --- events ------------------------------------------------------------ */
 
+/* Under p->lock, on a shared LUN, after the SPC-2 reservation was released
+ * by an event (nexus loss, reset): write that to the record. True when
+ * another gateway changed the record first (the working copy is reloaded:
+ * look again). */
+static bool pr_spc2_event_commit(struct pr_lun *p, struct pr_note *note)
+{
+	int e;
+
+	if (!p->shared)
+		return false;
+	e = pr_shared_commit(p, NULL, 0, UA_POWER_ON, false, note);
+	if (e == -ECANCELED)
+		return true;
+	if (e)
+		log_err("the shared reservation record: %s: the other gateways still see the "
+			"SPC-2 reservation (a LOGICAL UNIT RESET through any gateway releases it)",
+			strerror(-e));
+	return false;
+}
+
+/* Release the SPC-2 reservation if nexus (or anyone: nexus == NULL) holds
+ * it, on every gateway of a shared LUN. */
+static void pr_spc2_drop(struct scsi_lun *lun, struct pr_lun *p, const struct scsi_nexus *nexus)
+{
+	struct pr_note note = { 0 };
+
+	pthread_mutex_lock(&p->lock);
+	if (!nexus && p->shared && pr_shared_ua_note(p, UA_LUN_RESET, &note) == 0) {
+		/* a reset: the other gateways' nexuses get its unit attention
+		 * too (SAM-5 6.3.3), and the release travels with the next note */
+		pthread_mutex_unlock(&p->lock);
+		pr_shared_announce(lun, &note);
+		pthread_mutex_lock(&p->lock);
+	}
+	pr_shared_sync(p);
+	for (unsigned t = 0; t < PR_SHARED_TRIES; t++) {
+		if (!p->spc2 || (nexus && p->spc2_nexus != nexus->id))
+			break;
+		p->spc2 = false;
+		if (!pr_spc2_event_commit(p, &note))
+			break;
+	}
+	pr_publish(p);
+	pthread_mutex_unlock(&p->lock);
+	pr_shared_announce(lun, &note);
+}
+
 /* SPC-2 7.21.1 / SAM-5 6.3: I_T nexus loss releases its SPC-2 reservation. */
 void pr_nexus_loss(struct scsi_target *t, const struct scsi_nexus *n)
 {
@@ -383,12 +437,7 @@ void pr_nexus_loss(struct scsi_target *t, const struct scsi_nexus *n)
 
 		if (!p || !(atomic_load(&p->active) & PR_ACT_SPC2))
 			continue;
-		pthread_mutex_lock(&p->lock);
-		if (p->spc2 && p->spc2_nexus == n->id) {
-			p->spc2 = false;
-			pr_publish(p);
-		}
-		pthread_mutex_unlock(&p->lock);
+		pr_spc2_drop(lun, p, n);
 	}
 }
 
@@ -400,10 +449,7 @@ void pr_lun_reset(struct scsi_lun *lun)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->spc2 = false;
-	pr_publish(p);
-	pthread_mutex_unlock(&p->lock);
+	pr_spc2_drop(lun, p, NULL);
 }
 
 /* SPC-4 5.13.4: without APTPL, registrations and the reservation do not
@@ -414,6 +460,12 @@ void pr_lun_power_on(struct scsi_lun *lun)
 
 	if (!p)
 		return;
+	if (p->shared) {
+		/* a power on of one gateway is not one of the logical unit,
+		 * whose state the other gateways keep serving */
+		pr_spc2_drop(lun, p, NULL);
+		return;
+	}
 	pthread_mutex_lock(&p->lock);
 	p->spc2 = false;
 	if (!p->aptpl) {
@@ -428,12 +480,26 @@ void pr_lun_power_on(struct scsi_lun *lun)
 
 /* --- RESERVE / RELEASE (SPC-2 7.21, 7.24; SPC-4 5.13.3) ---------------- */
 
+/* Under p->lock, on a shared LUN, after RESERVE or RELEASE changed the
+ * SPC-2 reservation: write it. 0; -ECANCELED: another gateway first, the
+ * working copy is reloaded (decide again); other -errno: undo the change. */
+static int pr_spc2_commit(struct pr_lun *p, struct pr_note *note)
+{
+	return p->shared ? pr_shared_commit(p, NULL, 0, UA_POWER_ON, false, note) : 0;
+}
+
 static enum sense_reason pr_exec_reserve_locked(struct scsi_cmd *cmd)
 {
 	struct pr_lun *p = cmd->lun->priv_pr;
-	enum sense_reason r = SR_OK;
+	struct pr_note note = { 0 };
+	enum sense_reason r;
+	unsigned tries = 0;
+	int e;
 
 	pthread_mutex_lock(&p->lock);
+	pr_shared_sync(p);
+again:
+	r = SR_OK;
 	if (p->resv && pr_is_holder(p, pr_reg_find(p, cmd->nexus))) {
 		/* SPC-4 5.13.3 (CRH=1): the persistent reservation holder gets
 		 * GOOD and no SPC-2 reservation. */
@@ -442,12 +508,21 @@ static enum sense_reason pr_exec_reserve_locked(struct scsi_cmd *cmd)
 		r = SR_RESERVATION_CONFLICT;
 	} else if (p->spc2 && p->spc2_nexus != cmd->nexus->id) {
 		r = SR_RESERVATION_CONFLICT;
-	} else {
+	} else if (!p->spc2) {
 		p->spc2 = true;
 		p->spc2_nexus = cmd->nexus->id;
+		e = pr_spc2_commit(p, &note);
+		if (e == -ECANCELED && ++tries < PR_SHARED_TRIES)
+			goto again;
+		if (e) {
+			if (e != -ECANCELED)
+				p->spc2 = false;
+			r = SR_INTERNAL_ERROR;
+		}
 		pr_publish(p);
 	}
 	pthread_mutex_unlock(&p->lock);
+	pr_shared_announce(cmd->lun, &note);
 	return r;
 }
 
@@ -463,19 +538,34 @@ static enum sense_reason pr_exec_reserve(struct scsi_cmd *cmd)
 static enum sense_reason pr_exec_release(struct scsi_cmd *cmd)
 {
 	struct pr_lun *p = cmd->lun->priv_pr;
-	enum sense_reason r = SR_OK;
+	struct pr_note note = { 0 };
+	enum sense_reason r;
+	unsigned tries = 0;
+	int e;
 
 	pthread_mutex_lock(&p->lock);
+	pr_shared_sync(p);
+again:
+	r = SR_OK;
 	if (p->resv && pr_is_holder(p, pr_reg_find(p, cmd->nexus))) {
 		/* SPC-4 5.13.3: GOOD, the persistent reservation stays */
 	} else if (p->n || p->resv) {
 		r = SR_RESERVATION_CONFLICT;
 	} else if (p->spc2 && p->spc2_nexus == cmd->nexus->id) {
 		p->spc2 = false;
+		e = pr_spc2_commit(p, &note);
+		if (e == -ECANCELED && ++tries < PR_SHARED_TRIES)
+			goto again;
+		if (e) {
+			if (e != -ECANCELED)
+				p->spc2 = true;
+			r = SR_INTERNAL_ERROR;
+		}
 		pr_publish(p);
 	}
 	/* SPC-2 7.24: a RELEASE from a nexus that holds nothing is GOOD */
 	pthread_mutex_unlock(&p->lock);
+	pr_shared_announce(cmd->lun, &note);
 	return r;
 }
 
@@ -1077,10 +1167,12 @@ static enum sense_reason pr_exec_out(struct scsi_cmd *cmd)
 	uint8_t sa = cmd->cdb[1] & 0x1f;
 	uint8_t scope = cmd->cdb[2] >> 4, type = cmd->cdb[2] & 0x0f;
 	struct pr_effects fx = { 0 };
+	struct pr_note note = { 0 };
 	struct pr_snap snap;
 	enum sense_reason r;
-	bool pending = false, was_aptpl;
-	int reg;
+	bool pending = false, was_aptpl, reloaded = false;
+	unsigned tries = 0;
+	int reg, e;
 
 	if (cmd->xfer_len < 24)
 		return SR_PARAM_LIST_LENGTH_ERROR;
@@ -1105,6 +1197,8 @@ static enum sense_reason pr_exec_out(struct scsi_cmd *cmd)
 		return SR_PARAM_LIST_LENGTH_ERROR;
 
 	pthread_mutex_lock(&p->lock);
+	pr_shared_sync(p);
+again:
 	if (p->spc2 && p->spc2_nexus != cmd->nexus->id) {
 		r = SR_RESERVATION_CONFLICT;
 		goto out;
@@ -1161,7 +1255,28 @@ static enum sense_reason pr_exec_out(struct scsi_cmd *cmd)
 		fx.released_ua = false;
 		fx.abort = false;
 	}
-	if (r != SR_OK)
+	if (r == SR_OK && p->shared) {
+		/* a shared LUN: the change counts once the record has it */
+		e = pr_shared_commit(p, fx.removed, fx.n_removed, fx.removed_ua, fx.released_ua,
+				     &note);
+		if (e == -ECANCELED && ++tries < PR_SHARED_TRIES) {
+			/* the working copy holds another gateway's change */
+			free(snap.regs);
+			free(fx.removed);
+			memset(&fx, 0, sizeof(fx));
+			goto again;
+		}
+		if (e) {
+			log_err("LUN %u: PERSISTENT RESERVE OUT: the shared reservation record: %s",
+				cmd->lun->id, strerror(-e));
+			reloaded = e == -ECANCELED;
+			r = SR_INTERNAL_ERROR;
+			fx.n_removed = 0;
+			fx.released_ua = false;
+			fx.abort = false;
+		}
+	}
+	if (r != SR_OK && !reloaded)
 		pr_snap_restore(p, &snap);
 	pr_publish(p);
 	if (r == SR_OK) {
@@ -1177,6 +1292,7 @@ out_snap:
 	free(snap.regs);
 out:
 	pthread_mutex_unlock(&p->lock);
+	pr_shared_announce(cmd->lun, &note);
 	free(fx.removed);
 	return pending ? SR_PENDING : r;
 }
@@ -1211,6 +1327,11 @@ int pr_lun_load(struct scsi_lun *lun, const char *dir, char *err, size_t errlen)
 	if (!p) {
 		snprintf(err, errlen, "no reservation state");
 		return -1;
+	}
+	if (lun->bs && lun->bs->ops->shared) {
+		/* several gateways: the state lives in the store, not in a
+		 * file of this host (scsi/pr_shared.c) */
+		return pr_shared_attach(lun, err, errlen) ? -1 : 0;
 	}
 	if (!dir)
 		return 0;

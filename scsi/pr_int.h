@@ -45,6 +45,8 @@ struct pr_lun {
 	uint64_t spc2_nexus;    /* its holder (scsi_nexus.id) */
 	bool aptpl;             /* activate persist through power loss */
 	char *path;             /* APTPL state file; NULL: no state directory */
+	struct pr_shared *shared; /* the record shared with other gateways
+	                         * (scsi/pr_shared.c); NULL: this process only */
 };
 
 static inline bool pr_type_all_reg(uint8_t type)
@@ -57,6 +59,40 @@ static inline bool pr_type_valid(uint8_t type)
 	return type == PR_TYPE_WE || type == PR_TYPE_EA || type == PR_TYPE_WE_RO ||
 	       type == PR_TYPE_EA_RO || type == PR_TYPE_WE_AR || type == PR_TYPE_EA_AR;
 }
+
+/* pr.c, for pr_shared.c: republish p->active (under p->lock); establish
+ * ua for the attached nexuses that regs[0..n) name, except 'except'. */
+void pr_publish(struct pr_lun *p);
+void pr_ua_regs(struct scsi_lun *lun, const struct pr_reg *regs, unsigned n, enum scsi_ua ua,
+		const struct scsi_nexus *except);
+
+/* pr_shared.c: reservations shared by the gateways of one store. */
+#define PR_NEXUS_REMOTE UINT64_MAX  /* spc2_nexus of an SPC-2 holder on another gateway */
+#define PR_SHARED_TRIES 16          /* decisions before a command gives up on a race */
+struct pr_note {                    /* a committed change, to announce */
+	char *buf;
+	size_t len;
+};
+/* Bind the LUN to its backstore's shared record when it has one (else
+ * nothing): the working copy becomes the record's. 0 or -1 (err). */
+int pr_shared_attach(struct scsi_lun *lun, char *err, size_t errlen);
+void pr_shared_detach(struct pr_lun *p);
+/* Under p->lock: notes may have been missed; then pr_shared_sync reads
+ * the record (0 or -errno). */
+bool pr_shared_stale(const struct pr_lun *p);
+int pr_shared_sync(struct pr_lun *p);
+/* Under p->lock, after the working copy changed: write it. 0 (note set);
+ * -ECANCELED: another gateway changed the record first, the working copy
+ * now holds its state and the caller decides again; other -errno: the
+ * caller rolls the change back. removed/ua/released: the unit attentions
+ * the change establishes on the other gateways. */
+int pr_shared_commit(struct pr_lun *p, const struct pr_reg *removed, unsigned n_removed,
+		     enum scsi_ua ua, bool released, struct pr_note *note);
+/* A note that only establishes ua for every nexus of the LUN on the
+ * other gateways (no note without a shared record). 0 or -ENOMEM. */
+int pr_shared_ua_note(struct pr_lun *p, enum scsi_ua ua, struct pr_note *note);
+/* Without p->lock: send the note to the other gateways (and free it). */
+void pr_shared_announce(struct scsi_lun *lun, struct pr_note *note);
 
 /* pr_file.c: the APTPL state file. Loading returns 0 (restored, or no
  * file), PR_LOAD_BAD (scsi/pr.h: the file cannot be read or parsed; err

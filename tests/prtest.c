@@ -10,6 +10,16 @@
  *                                  their data; none of them reaches the medium
  *   prtest caw URL1 URL2           RESERVE(6) against COMPARE AND WRITE from
  *                                  another nexus
+ *   prtest preempt-ua URL1 URL2    a reservation held through URL1 is
+ *                                  preempted through URL2 (another gateway
+ *                                  of the LUN, say): the nexus on URL1
+ *                                  gets REGISTRATIONS PREEMPTED and then
+ *                                  RESERVATION CONFLICT; RESERVE(6) through
+ *                                  URL2 holds against URL1 until RELEASE
+ *   prtest reset-release URL1 URL2 RESERVE(6) through URL1, LOGICAL UNIT
+ *                                  RESET through URL2: the reservation is
+ *                                  gone (URL2 writes) and URL1's nexus gets
+ *                                  BUS DEVICE RESET FUNCTION OCCURRED
  *   prtest aptpl-set URL           register (APTPL) and reserve
  *   prtest aptpl-check URL         READ FULL STATUS shows them (after restart)
  *   prtest rtpg URL EXPECT         REPORT TARGET PORT GROUPS through URL must
@@ -463,6 +473,97 @@ static int t_caw(const char *u1, const char *u2)
 	return failures ? 1 : 0;
 }
 
+/* --- preempted through another port --- */
+
+/* The next command's sense, without retrying a unit attention: 0 when
+ * GOOD, else (key << 16) | (asc << 8) | ascq, -1 on a transport error. */
+static int next_sense(struct path *p)
+{
+	const uint8_t tur[6] = { 0 };
+	struct scsi_task *t = cmd(p, tur, 6, SCSI_XFER_NONE, 0, NULL);
+	int r;
+
+	if (!t)
+		return -1;
+	r = t->status == SCSI_STATUS_GOOD ? 0 : (int)t->sense.key << 16 | t->sense.ascq;
+	scsi_free_scsi_task(t);
+	return r;
+}
+
+static int t_preempt_ua(const char *u1, const char *u2)
+{
+	struct path h = { 0 }, o = { 0 };
+	const uint8_t reserve6[6] = { 0x16 }, release6[6] = { 0x17 };
+	const uint64_t kh = 0xaaaa, ko = 0xbbbb;
+	int st;
+
+	if (path_open(&h, u1, "iqn.2026-11.org.targetd.test:first") ||
+	    path_open(&o, u2, "iqn.2026-11.org.targetd.test:second"))
+		return 2;
+	clear_uas(&h);
+	clear_uas(&o);
+	pr_reset(&h);
+	check(prout(&h, 0x06, 0, 0, kh, 0) == SCSI_STATUS_GOOD, "REGISTER through URL1");
+	check(prout(&h, 0x01, 3, kh, 0, 0) == SCSI_STATUS_GOOD, "RESERVE Exclusive Access through URL1");
+	st = do_read(&o, 8);
+	check(st == SCSI_STATUS_RESERVATION_CONFLICT, "READ through URL2: %s", st_name(st));
+	check(prout(&o, 0x06, 0, 0, ko, 0) == SCSI_STATUS_GOOD, "REGISTER through URL2");
+	check(prout(&o, 0x04, 3, ko, kh, 0) == SCSI_STATUS_GOOD, "PREEMPT through URL2");
+	/* SPC-4 5.13.11.2.4: the preempted nexus gets REGISTRATIONS PREEMPTED */
+	st = next_sense(&h);
+	check(st == (SCSI_SENSE_UNIT_ATTENTION << 16 | 0x2a05),
+	      "URL1 after the preemption: sense %06x, expected UNIT ATTENTION 2A/05", (unsigned)st);
+	st = do_write(&h, 8, 0x44);
+	check(st == SCSI_STATUS_RESERVATION_CONFLICT, "WRITE through URL1: %s", st_name(st));
+	st = do_write(&o, 8, 0x55);
+	check(st == SCSI_STATUS_GOOD, "WRITE through URL2 (the holder now): %s", st_name(st));
+	check(prout(&o, 0x03, 0, ko, 0, 0) == SCSI_STATUS_GOOD, "CLEAR through URL2");
+	clear_uas(&h);
+	/* SPC-2: RESERVE(6) through URL2 holds against URL1 */
+	check(status_of(&o, reserve6, 6, SCSI_XFER_NONE, 0, NULL) == SCSI_STATUS_GOOD,
+	      "RESERVE(6) through URL2");
+	st = do_read(&h, 8);
+	check(st == SCSI_STATUS_RESERVATION_CONFLICT, "READ through URL1: %s", st_name(st));
+	st = status_of(&h, reserve6, 6, SCSI_XFER_NONE, 0, NULL);
+	check(st == SCSI_STATUS_RESERVATION_CONFLICT, "RESERVE(6) through URL1: %s", st_name(st));
+	check(status_of(&o, release6, 6, SCSI_XFER_NONE, 0, NULL) == SCSI_STATUS_GOOD,
+	      "RELEASE(6) through URL2");
+	st = do_write(&h, 8, 0x66);
+	check(st == SCSI_STATUS_GOOD, "WRITE through URL1 after RELEASE: %s", st_name(st));
+	path_close(&h);
+	path_close(&o);
+	return failures ? 1 : 0;
+}
+
+static int t_reset_release(const char *u1, const char *u2)
+{
+	struct path a = { 0 }, b = { 0 };
+	const uint8_t reserve6[6] = { 0x16 };
+	int st;
+
+	if (path_open(&a, u1, "iqn.2026-11.org.targetd.test:reserver") ||
+	    path_open(&b, u2, "iqn.2026-11.org.targetd.test:resetter"))
+		return 2;
+	clear_uas(&a);
+	clear_uas(&b);
+	pr_reset(&a);
+	check(status_of(&a, reserve6, 6, SCSI_XFER_NONE, 0, NULL) == SCSI_STATUS_GOOD,
+	      "RESERVE(6) through URL1");
+	st = do_write(&b, 8, 0x12);
+	check(st == SCSI_STATUS_RESERVATION_CONFLICT, "WRITE through URL2: %s", st_name(st));
+	check(iscsi_task_mgmt_lun_reset_sync(b.ctx, (uint32_t)b.lun) == 0,
+	      "LOGICAL UNIT RESET through URL2");
+	clear_uas(&b);
+	st = do_write(&b, 8, 0x13);
+	check(st == SCSI_STATUS_GOOD, "WRITE through URL2 after the reset: %s", st_name(st));
+	st = next_sense(&a);
+	check(st == (SCSI_SENSE_UNIT_ATTENTION << 16 | 0x2903),
+	      "URL1 after the reset: sense %06x, expected UNIT ATTENTION 29/03", (unsigned)st);
+	path_close(&a);
+	path_close(&b);
+	return failures ? 1 : 0;
+}
+
 /* --- APTPL --- */
 
 #define APTPL_KEY 0xa9791u
@@ -670,6 +771,10 @@ int main(int argc, char **argv)
 		return t_access(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "preempt-abort"))
 		return t_preempt_abort(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "preempt-ua"))
+		return t_preempt_ua(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "reset-release"))
+		return t_reset_release(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "caw"))
 		return t_caw(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "aptpl-set"))
@@ -684,7 +789,7 @@ int main(int argc, char **argv)
 		return t_active(argv[2]);
 	if (argc == 6 && !strcmp(argv[1], "stpg"))
 		return t_stpg(argv[2], argv[3], (unsigned)atoi(argv[4]), argv[5]);
-	fprintf(stderr, "usage: prtest access|preempt-abort|caw URL1 URL2 | aptpl-set|aptpl-check|standby URL |\n"
+	fprintf(stderr, "usage: prtest access|preempt-abort|preempt-ua|reset-release|caw URL1 URL2 | aptpl-set|aptpl-check|standby URL |\n"
 		"       rtpg URL EXPECT | active URL | stpg URL1 URL2 TPG ao|an|s|u\n");
 	return 2;
 }
