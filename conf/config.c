@@ -1113,12 +1113,14 @@ static void conf_root_portal_groups(struct conf_ctx *x, const config_setting_t *
 				} else {
 					g.state = states[j].st;
 				}
-			} else if (!strcmp(fname, "preferred")) {
+			} else if (!strcmp(fname, "preferred") || !strcmp(fname, "remote")) {
 				if (config_setting_type(f) != CONFIG_TYPE_BOOL) {
 					conf_err(x, f, fkey, "must be true or false");
 					ok = false;
-				} else {
+				} else if (fname[0] == 'p') {
 					g.preferred = config_setting_get_bool(f);
+				} else {
+					g.remote = config_setting_get_bool(f);
 				}
 			} else {
 				conf_err(x, f, fkey, "unknown key");
@@ -1256,12 +1258,16 @@ static void conf_parse_root(struct conf_ctx *x, const config_setting_t *root, st
 		for (j = 0; j < c->n_listen; j++)
 			if (c->listen[j].tpgt == c->portal_groups[i].tpgt)
 				break;
-		if (j == c->n_listen) {
+		if ((j == c->n_listen) != c->portal_groups[i].remote) {
 			char key[CONF_KEY_MAX];
 
 			conf_key_idx(key, NULL, "portal_groups", i);
 			conf_err(x, config_setting_get_member(root, "portal_groups"), key,
-				 "no listen address has tpgt %u", c->portal_groups[i].tpgt);
+				 c->portal_groups[i].remote
+					 ? "remote, but listen has tpgt %u (a remote group is "
+					   "another gateway's)"
+					 : "no listen address has tpgt %u (or say remote = true)",
+				 c->portal_groups[i].tpgt);
 		}
 	}
 	if (!config_setting_get_member(root, "targets"))

@@ -121,6 +121,8 @@ struct conf_portal_group {
 	unsigned tpgt;
 	enum conf_alua_state state;  /* default active/optimized */
 	bool preferred;              /* RTPG PREF bit */
+	bool remote;                 /* served by another gateway of the same targets
+	                              * (shared storage): reported, no portal here */
 	int line;
 };
 

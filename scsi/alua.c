@@ -27,6 +27,7 @@
 struct alua_group {
 	uint16_t id;
 	bool preferred;
+	bool remote;               /* another gateway's: STPG cannot change it */
 	_Atomic uint8_t state;
 	_Atomic uint8_t status;    /* RTPG STATUS CODE: 0 none, 1 set by STPG, 2 implicit */
 };
@@ -72,6 +73,7 @@ int alua_target_init(struct scsi_target *t, const struct alua_group_conf *g, uns
 		}
 		a->g[i].id = g[i].tpgt;
 		a->g[i].preferred = g[i].preferred;
+		a->g[i].remote = g[i].remote;
 		atomic_init(&a->g[i].state, (uint8_t)g[i].state);
 		atomic_init(&a->g[i].status, 0);
 	}
@@ -281,6 +283,7 @@ static enum sense_reason alua_exec_stpg(struct scsi_cmd *cmd)
 	struct scsi_target *t = cmd->lun->target;
 	const uint8_t *d = cmd->buf;
 	uint32_t len = cmd->xfer_len, off;
+	struct alua_group *g;
 
 	if (!t->priv_alua)
 		return SR_INVALID_OPCODE;
@@ -293,7 +296,9 @@ static enum sense_reason alua_exec_stpg(struct scsi_cmd *cmd)
 		if (st != ALUA_ACTIVE_OPTIMIZED && st != ALUA_ACTIVE_NON_OPTIMIZED &&
 		    st != ALUA_STANDBY && st != ALUA_UNAVAILABLE)
 			return scsi_invalid_param(cmd, (uint16_t)off, 3);
-		if (!alua_find(t, get_be16(d + off + 2)))
+		g = alua_find(t, get_be16(d + off + 2));
+		/* a remote group's state is its own gateway's to set */
+		if (!g || g->remote)
 			return scsi_invalid_param(cmd, (uint16_t)(off + 2), -1);
 	}
 	for (off = 4; off < len; off += 4)

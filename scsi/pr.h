@@ -120,6 +120,8 @@ struct alua_group_conf {
 	uint16_t tpgt;
 	enum alua_state state;
 	bool preferred;
+	bool remote;      /* another gateway's port (shared storage): reported by
+	                   * RTPG, its state not set by STPG here */
 };
 
 /* Give a target its port groups (before sessions start). LUNs of the target

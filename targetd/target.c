@@ -55,6 +55,7 @@ static int target_alua_init(struct targetd_runtime *r, struct iscsi_target *t)
 		g[n].tpgt = tpgt;
 		g[n].state = ALUA_ACTIVE_OPTIMIZED;
 		g[n].preferred = false;
+		g[n].remote = false;
 		for (k = 0; r->conf && k < r->conf->n_portal_groups; k++) {
 			const struct conf_portal_group *pg = &r->conf->portal_groups[k];
 
@@ -65,6 +66,29 @@ static int target_alua_init(struct targetd_runtime *r, struct iscsi_target *t)
 		}
 		n++;
 	}
+	/* the port groups of the other gateways of shared LUNs */
+	for (unsigned k = 0; r->conf && k < r->conf->n_portal_groups; k++) {
+		const struct conf_portal_group *pg = &r->conf->portal_groups[k];
+
+		if (!pg->remote)
+			continue;
+		if (n == ALUA_MAX_GROUPS) {
+			log_err("more than %u portal groups", ALUA_MAX_GROUPS);
+			return -1;
+		}
+		g[n] = (struct alua_group_conf){ .tpgt = (uint16_t)pg->tpgt,
+						 .state = (enum alua_state)pg->state,
+						 .preferred = pg->preferred, .remote = true };
+		n++;
+	}
+	/* by tag, so that every gateway reports the groups in one order */
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned k = i; k > 0 && g[k - 1].tpgt > g[k].tpgt; k--) {
+			struct alua_group_conf tmp = g[k];
+
+			g[k] = g[k - 1];
+			g[k - 1] = tmp;
+		}
 	if (n && alua_target_init(&t->st, g, n)) {
 		log_err("target %s: cannot set up the target port groups", t->iqn);
 		return -1;
@@ -83,6 +107,19 @@ unsigned target_alua_reload(struct targetd_runtime *r, const struct conf *nc)
 	for (unsigned i = 0; i < n; i++) {
 		struct iscsi_target *t = &r->targets[i];
 
+		/* remote groups (another gateway's) take the state nc says */
+		for (unsigned j = 0; j < nc->n_portal_groups; j++) {
+			const struct conf_portal_group *pg = &nc->portal_groups[j];
+
+			if (pg->remote &&
+			    alua_get_state(&t->st, (uint16_t)pg->tpgt) != (enum alua_state)pg->state &&
+			    !alua_set_state(&t->st, (uint16_t)pg->tpgt, (enum alua_state)pg->state,
+					    NULL)) {
+				log_info("target %s: remote portal group %u now %s", t->iqn, pg->tpgt,
+					 alua_state_name((enum alua_state)pg->state));
+				changed++;
+			}
+		}
 		for (unsigned k = 0; k < r->n_portals; k++) {
 			uint16_t tpgt = r->portals[k].tpgt;
 			enum alua_state st = ALUA_ACTIVE_OPTIMIZED;

@@ -952,6 +952,14 @@ START_TEST(test_conf_portal_groups)
 	ck_assert_int_eq(pg_load("portal_groups = ( { state = \"standby\"; } );", &c, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msgs[0], "tpgt: missing"));
 	conf_errors_free(&e);
+	/* another gateway's group: no portal here, and only then */
+	ck_assert_int_eq(pg_load("portal_groups = ( { tpgt = 7; state = \"active/non-optimized\"; "
+				 "remote = true; } );", &c, &e), 0);
+	ck_assert(c.portal_groups[0].remote);
+	conf_free(&c);
+	ck_assert_int_eq(pg_load("portal_groups = ( { tpgt = 1; remote = true; } );", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msgs[0], "remote, but listen has tpgt 1"));
+	conf_errors_free(&e);
 }
 END_TEST
 

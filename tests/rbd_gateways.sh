@@ -60,12 +60,14 @@ PORT_B=$(free_port) || exit 99
 URL_A=iscsi://127.0.0.1:$PORT_A/$IQN/0
 URL_B=iscsi://127.0.0.2:$PORT_B/$IQN/0
 
-# gw_conf NAME ADDR:PORT TPGT: one gateway's configuration.
+# gw_conf NAME ADDR:PORT TPGT STATE OTHER-TPGT OTHER-STATE: one gateway's
+# configuration: its own portal group and the other gateway's (remote).
 gw_conf() {
 	mkdir -p "$T/$1"
 	cat >"$T/$1/targetd.conf" <<EOF
 listen = ( { address = "$2"; tpgt = $3; } );
-portal_groups = ( { tpgt = $3; state = "active/optimized"; } );
+portal_groups = ( { tpgt = $3; state = "$4"; preferred = $7; },
+                  { tpgt = $5; state = "$6"; remote = true; preferred = $8; } );
 threads = 2;
 nop_interval = 0;
 state_dir = "$T/$1";
@@ -75,8 +77,9 @@ targets = ( { iqn = "$IQN";
              size = "512M"; } ); } );
 EOF
 }
-gw_conf a "127.0.0.1:$PORT_A" 1
-gw_conf b "127.0.0.2:$PORT_B" 2
+# active/optimized through A, active/non-optimized through B
+gw_conf a "127.0.0.1:$PORT_A" 1 active/optimized 2 active/non-optimized true false
+gw_conf b "127.0.0.2:$PORT_B" 2 active/non-optimized 1 active/optimized false true
 
 # gw_start NAME HOST PORT: start a gateway, wait until it accepts.
 gw_start() {
@@ -108,6 +111,8 @@ same_identity() {
 	iscsi-inq -e 1 -c 0x80 "$URL_A"
 }
 run_test "the same serial number and NAA name through both gateways" same_identity
+run_test "REPORT TARGET PORT GROUPS through A: both gateways' groups" "$PRTEST" rtpg "$URL_A" "1:ao:p,2:an"
+run_test "REPORT TARGET PORT GROUPS through B: the same" "$PRTEST" rtpg "$URL_B" "1:ao:p,2:an"
 run_test "data written through A reads back through B" bash -c \
 	"'$ITEST' mark '$URL_A' 77 && '$ITEST' check-mark '$URL_B' 77"
 
