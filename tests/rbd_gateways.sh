@@ -130,6 +130,21 @@ run_test "RESERVE(6) through A against COMPARE AND WRITE through B" "$PRTEST" ca
 run_test "a LUN RESET through B releases A's RESERVE(6), unit attention on A" \
 	"$PRTEST" reset-release "$URL_A" "$URL_B"
 
+# the lab's locking demonstration with its hosts on both gateways
+: "${VAAI_LAB:=$(dirname "$ITEST")/../tools/vaai-lab}"
+lab_locking() {
+	"$VAAI_LAB" locking "$URL_A,$URL_B" --force --hosts 2 --modes none,reserve,ats,pr \
+		--seconds 2 >"$T/locking.out" 2>&1
+	local rc=$?
+	cat "$T/locking.out"
+	return $rc
+}
+if [ -x "$VAAI_LAB" ]; then
+	run_test "vaai-lab locking with its hosts on both gateways" lab_locking
+else
+	skip_test "vaai-lab locking" "tools/vaai-lab not built"
+fi
+
 # libiscsi's MultipathIO family with one path through each gateway. Its
 # CompareAndWrite test zeroes LBAs 0..255 but compares 0..256 (see
 # tests/conformance.sh): LBA 256 is zeroed first. Every test must pass;

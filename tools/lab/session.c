@@ -91,6 +91,23 @@ static void sess_capacity(struct lab_sess *s, const char *url)
 			s->name, url, s->bs);
 }
 
+/* URL may list several gateways of one LUN, comma-separated: sessions
+ * take them in turn. The n-th URL of the list into buf. */
+static const char *sess_url(const char *list, unsigned n, char *buf, size_t cap)
+{
+	unsigned count = 1;
+	const char *p, *e;
+
+	for (p = list; (p = strchr(p, ',')); p++)
+		count++;
+	n %= count;
+	for (p = list; n; n--)
+		p = strchr(p, ',') + 1;
+	e = strchr(p, ',');
+	snprintf(buf, cap, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+	return buf;
+}
+
 struct lab_sess *lab_sess_open(const struct lab_opts *o, const char *name)
 {
 	return lab_sess_login(o, name, true);
@@ -98,12 +115,15 @@ struct lab_sess *lab_sess_open(const struct lab_opts *o, const char *name)
 
 struct lab_sess *lab_sess_login(const struct lab_opts *o, const char *name, bool setup)
 {
+	static unsigned opened;
 	struct lab_sess *s;
 	struct lab_url u;
+	char ubuf[1024];
+	const char *url = sess_url(o->url, opened++, ubuf, sizeof(ubuf));
 
 	if (n_sessions == LAB_MAX_SESS)
 		lab_die("too many sessions (at most %d)", LAB_MAX_SESS);
-	if (lab_parse_url(o->url, &u))
+	if (lab_parse_url(url, &u))
 		exit(2);
 	s = lab_xalloc(sizeof(*s));
 	snprintf(s->name, sizeof(s->name), "%s", name);
@@ -140,7 +160,7 @@ struct lab_sess *lab_sess_login(const struct lab_opts *o, const char *name, bool
 		if (good)
 			break;
 	}
-	sess_capacity(s, o->url);
+	sess_capacity(s, url);
 	sess_limits(s);
 	sessions[n_sessions++] = s;
 	return s;
