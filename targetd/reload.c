@@ -159,7 +159,9 @@ static bool lun_same_but_size(const struct conf_lun *a, const struct conf_lun *b
 	       a->hard_limit.bytes == b->hard_limit.bytes && a->hard_limit.pct == b->hard_limit.pct &&
 	       a->soft_threshold.bytes == b->soft_threshold.bytes &&
 	       a->soft_threshold.pct == b->soft_threshold.pct && str_eq(a->serial, b->serial) &&
-	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product);
+	       str_eq(a->vendor, b->vendor) && str_eq(a->product, b->product) &&
+	       str_eq(a->rbd_pool, b->rbd_pool) && str_eq(a->rbd_image, b->rbd_image) &&
+	       str_eq(a->rbd_conf, b->rbd_conf) && str_eq(a->rbd_client, b->rbd_client);
 }
 
 static bool acl_equal(const struct conf_target *a, const struct conf_target *b)

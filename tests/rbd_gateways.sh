@@ -161,4 +161,23 @@ multipath() {
 	grep -A4 'Run Summary' "$out"
 }
 run_test "libiscsi MultipathIO, one path through each gateway" multipath
+
+# both gateways stop cleanly on SIGTERM (their watches on the record end)
+gw_stop() {
+	local pid=$1 i rc
+	kill -TERM "$pid" || return 1
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && { echo "still running 30 s after SIGTERM"; return 1; }
+	wait "$pid"
+	rc=$?
+	[ "$rc" = 0 ] || { echo "exit status $rc"; return 1; }
+}
+run_here "gateway A stops cleanly" gw_stop "$PID_A"
+run_here "gateway B stops cleanly" gw_stop "$PID_B"
+[ -s "$T/a/log" ] && grep -E 'ERROR|error:' "$T/a/log" "$T/b/log" | head -5
+PID_A=
+PID_B=
 td_summary
