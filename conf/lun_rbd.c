@@ -78,6 +78,12 @@ bool conf_lun_check_rbd(struct conf_ctx *x, const config_setting_t *g, const cha
 		conf_key(key, prefix, config_setting_name(s));
 		conf_err(x, s, key, "not applicable to an rbd backstore (pool and image name it)");
 	}
+	if ((s = config_setting_get_member(g, "hard_limit")) ||
+	    (s = config_setting_get_member(g, "soft_threshold"))) {
+		conf_key(key, prefix, config_setting_name(s));
+		conf_err(x, s, key, "not applicable to an rbd backstore (the space an image holds "
+			 "is the cluster's to account: set quotas on the pool)");
+	}
 	s = config_setting_get_member(g, "conf");
 	conf_key(key, prefix, "conf");
 	if (l->rbd_conf && !(x->flags & CONF_NO_PATH_CHECKS) && access(l->rbd_conf, R_OK) < 0)

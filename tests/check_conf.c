@@ -392,6 +392,8 @@ static const struct bad_case bad_cases[] = {
 	  { "t.conf:4: targets[0].luns[0].path: not applicable to an rbd backstore" } },
 	{ LUN("lun = 0; backstore = \"rbd\"; pool = \"p\"; image = \"i\"; client = \"a b\";"), 0,
 	  { "t.conf:4: targets[0].luns[0].client: \"a b\" must be printable ASCII without spaces" } },
+	{ LUN("lun = 0; backstore = \"rbd\"; pool = \"p\"; image = \"i\"; hard_limit = \"80%\";"), 0,
+	  { "t.conf:4: targets[0].luns[0].hard_limit: not applicable to an rbd backstore" } },
 	{ LUN("lun = 0; backstore = \"memory\"; size = \"1M\"; image = \"i\";"), 0,
 	  { "t.conf:4: targets[0].luns[0].image: only for backstore = \"rbd\"" } },
 #else
