@@ -395,9 +395,9 @@ static bool pr_spc2_event_commit(struct pr_lun *p, struct pr_note *note)
 	if (e == -ECANCELED)
 		return true;
 	if (e)
-		log_err("the shared reservation record: %s: the other gateways still see the "
-			"SPC-2 reservation (a LOGICAL UNIT RESET through any gateway releases it)",
-			strerror(-e));
+		log_event(LOG_LVL_ERR, "pr_shared_release_failed", KV_S("error", strerror(-e)),
+			  KV_S("effect", "the other gateways still see the SPC-2 reservation"),
+			  KV_S("fix", "a LOGICAL UNIT RESET through any gateway releases it"));
 	return false;
 }
 
@@ -1267,8 +1267,8 @@ again:
 			goto again;
 		}
 		if (e) {
-			log_err("LUN %u: PERSISTENT RESERVE OUT: the shared reservation record: %s",
-				cmd->lun->id, strerror(-e));
+			log_event(LOG_LVL_ERR, "pr_shared_write_failed", KV_U("lun", cmd->lun->id),
+				  KV_S("command", "persistent_reserve_out"), KV_S("error", strerror(-e)));
 			reloaded = e == -ECANCELED;
 			r = SR_INTERNAL_ERROR;
 			fx.n_removed = 0;

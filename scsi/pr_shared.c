@@ -120,13 +120,14 @@ static int pr_shared_apply(struct pr_lun *p, char *buf, size_t len)
 	buf[len] = '\0';
 	if (sscanf(buf, "spc2 %d %llx %llx\naptpl %d\n%n", &held, &gw, &nx, &aptpl, &n) != 4 ||
 	    n == 0) {
-		log_err("LUN %u: the shared reservation record is not one targetd wrote",
-			sh->lun->id);
+		log_event(LOG_LVL_ERR, "pr_shared_bad_record", KV_U("lun", sh->lun->id),
+			  KV_S("error", "not a record targetd wrote"));
 		return -1;
 	}
 	if (pr_file_parse(p, buf + n, len - (size_t)n, "the shared reservation record", err,
 			  sizeof(err))) {
-		log_err("LUN %u: %s", sh->lun->id, err);
+		log_event(LOG_LVL_ERR, "pr_shared_bad_record", KV_U("lun", sh->lun->id),
+			  KV_S("error", err));
 		return -1;
 	}
 	p->aptpl = aptpl != 0;
@@ -290,8 +291,8 @@ int pr_shared_sync(struct pr_lun *p)
 		return 0;
 	e = pr_shared_reload(p);
 	if (e)
-		log_err("LUN %u: cannot read the shared reservation record: %s", p->shared->lun->id,
-			strerror(-e));
+		log_event(LOG_LVL_ERR, "pr_shared_unreadable", KV_U("lun", p->shared->lun->id),
+			  KV_S("error", strerror(-e)));
 	pr_publish(p);
 	return e;
 }
@@ -371,9 +372,10 @@ void pr_shared_announce(struct scsi_lun *lun, struct pr_note *note)
 	if (sh) {
 		e = sh->ops->notify(sh->bs, PR_SHARED_NAME, note->buf, note->len);
 		if (e)
-			log_warn("LUN %u: the other gateways did not all take the reservation "
-				 "change: %s (they read the record again when their watch recovers)",
-				 lun->id, strerror(-e));
+			log_event(LOG_LVL_WARN, "pr_shared_notify_failed", KV_U("lun", lun->id),
+				  KV_S("error", strerror(-e)),
+				  KV_S("effect", "the other gateways read the record again when "
+						 "their watch recovers"));
 	}
 	free(note->buf);
 	note->buf = NULL;
