@@ -170,7 +170,7 @@ struct backstore_ops {
 
 /* What users of a backstore (scsi/, the daemon) may read: ops, path,
  * size, read_only, thin, discard_zeroes, caw_max, discard_granularity,
- * identity, and the facts through the accessors below. The rest belongs to the backstore implementations. */
+ * identity, location, and the facts through the accessors below. The rest belongs to the backstore implementations. */
 struct backstore {
 	const struct backstore_ops *ops;
 	char *path;
@@ -195,6 +195,8 @@ struct backstore {
 	                           * opened (rbd: cluster fsid, pool id, image id), so
 	                           * that gateways sharing it show one LUN identity;
 	                           * NULL for local backstores */
+	const char *location;     /* where the data is, for people, when there is
+	                           * no path: "pool/image" (rbd); NULL elsewhere */
 	/* --- private to backstore/ --- */
 	int fd;                   /* -1 for memory */
 	int atomic_fd;            /* O_DIRECT descriptor for atomic writes, or -1 */

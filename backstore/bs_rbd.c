@@ -7,9 +7,10 @@
  *  - Connections: one librados client per (ceph.conf, client id) pair,
  *    shared by every image opened through it and reference counted
  *    (bs_rbd_lock guards the list; open and close only). A client must be
- *    connected after the daemon forked (targetd/main.c detaches before it
- *    opens a backstore): a client forked after connecting reuses its
- *    parent's messenger address and hangs.
+ *    connected after the daemon forked (main() detaches through
+ *    daemon_detach_start(), targetd/daemon.c, before it opens a
+ *    backstore): a client forked after connecting reuses its parent's
+ *    messenger address and hangs.
  *  - Requests: submit() (on the owning network thread) counts the request
  *    in flight on its engine (io_engine_remote_begin) and hands it to
  *    librbd with rbd_aio_*. librbd calls bs_rbd_aio_done() on one of its
@@ -96,6 +97,7 @@ struct bs_rbd {
 	uint64_t obj_size;            /* bytes per RADOS object */
 	char ident[160];              /* the image's identity (backstore.identity) */
 	char id[64];                  /* the image id (names the shared records) */
+	char location[260];           /* "pool/image" (backstore.location) */
 };
 
 struct bs_rbd_watch {
@@ -222,8 +224,68 @@ static int bs_rbd_create(struct bs_rbd *r, const struct bs_params *p)
 	int e = rbd_create2(r->ioctx, p->rbd.image, p->size, RBD_FEATURE_LAYERING, &order);
 
 	if (e == 0)
-		log_info("rbd %s/%s: created, %" PRIu64 " bytes", p->rbd.pool, p->rbd.image, p->size);
+		log_event(LOG_LVL_INFO, "rbd_image_created", KV_S("pool", p->rbd.pool),
+			  KV_S("image", p->rbd.image), KV_U("bytes", p->size),
+			  KV_S("features", "layering"));
 	return e == -EEXIST ? 0 : e;
+}
+
+static int bs_rbd_no_progress(uint64_t done, uint64_t total, void *arg)
+{
+	(void)done;
+	(void)total;
+	(void)arg;
+	return 0;
+}
+
+/* Grow the image to size bytes, never shrinking it (another gateway may
+ * have grown it further meanwhile: that is success). 0 or -errno. */
+static int bs_rbd_grow(struct bs_rbd *r, uint64_t size)
+{
+	uint64_t now = 0;
+	int e = rbd_resize2(r->image, size, false, bs_rbd_no_progress, NULL);
+
+	if (e < 0 && rbd_get_size(r->image, &now) == 0 && now >= size)
+		e = 0;
+	return e;
+}
+
+/* The LUN's size against the image's (*size, the image's on entry, the
+ * LUN's on return), as for a file: an image shorter than size is grown;
+ * a longer one stays whole and the LUN is its first size bytes (an image
+ * is cut only by an asked-for shrink, bs_rbd_resize). */
+static int bs_rbd_fit(struct bs_rbd *r, const struct bs_params *p, uint64_t *size, char *err,
+		      size_t errlen)
+{
+	int e;
+
+	if (!p->size || p->size == *size)
+		return 0;
+	if (p->size > *size) {
+		if (p->read_only) {
+			snprintf(err, errlen, "rbd %s/%s: the image has %" PRIu64 " bytes, size says %"
+				 PRIu64 ": a read-only LUN does not grow it (remove size, or rbd "
+				 "resize the image)", p->rbd.pool, p->rbd.image, *size, p->size);
+			return -EINVAL;
+		}
+		e = bs_rbd_grow(r, p->size);
+		if (e < 0) {
+			snprintf(err, errlen, "rbd %s/%s: cannot grow the image from %" PRIu64 " to %"
+				 PRIu64 " bytes: %s", p->rbd.pool, p->rbd.image, *size, p->size,
+				 strerror(-e));
+			return e;
+		}
+		log_event(LOG_LVL_INFO, "rbd_image_grown", KV_S("pool", p->rbd.pool),
+			  KV_S("image", p->rbd.image), KV_U("from_bytes", *size),
+			  KV_U("to_bytes", p->size));
+	} else {
+		log_event(LOG_LVL_WARN, "rbd_image_longer", KV_S("pool", p->rbd.pool),
+			  KV_S("image", p->rbd.image), KV_U("image_bytes", *size),
+			  KV_U("lun_bytes", p->size),
+			  KV_S("note", "the image stays whole; the LUN is its first size bytes"));
+	}
+	*size = p->size;
+	return 0;
 }
 
 /* Facts a LUN on the image depends on, checked after it is open. */
@@ -249,24 +311,25 @@ static int bs_rbd_check_image(struct backstore *bs, struct bs_rbd *r, const stru
 			 p->rbd.image, strerror(-e));
 		return e;
 	}
-	if (p->size && p->size != size) {
-		snprintf(err, errlen,
-			 "rbd %s/%s: the image has %" PRIu64 " bytes, size says %" PRIu64
-			 " (remove size, or change the image with rbd resize)",
-			 p->rbd.pool, p->rbd.image, size, p->size);
-		return -EINVAL;
-	}
+	e = bs_rbd_fit(r, p, &size, err, errlen);
+	if (e < 0)
+		return e;
 	if (size == 0) {
 		snprintf(err, errlen, "rbd %s/%s: the image is empty", p->rbd.pool, p->rbd.image);
 		return -EINVAL;
 	}
-	if (features & RBD_FEATURE_EXCLUSIVE_LOCK)
-		log_warn("rbd %s/%s: the image has the exclusive-lock feature: when several "
-			 "gateways (or clients) write it, the lock moves between them on every "
-			 "write and each gets a few hundred writes per second; for a LUN shared "
-			 "by gateways: rbd feature disable %s/%s journaling fast-diff object-map "
-			 "exclusive-lock (those it has)",
-			 p->rbd.pool, p->rbd.image, p->rbd.pool, p->rbd.image);
+	if (features & RBD_FEATURE_EXCLUSIVE_LOCK) {
+		/* when several gateways (or clients) write it, the lock moves
+		 * between them on every write: a few hundred writes per second */
+		char fix[600];
+
+		snprintf(fix, sizeof(fix), "rbd feature disable %s/%s journaling fast-diff "
+			 "object-map exclusive-lock (those it has)", p->rbd.pool, p->rbd.image);
+		log_event(LOG_LVL_WARN, "rbd_exclusive_lock", KV_S("pool", p->rbd.pool),
+			  KV_S("image", p->rbd.image),
+			  KV_S("effect", "slow when several gateways write the image"),
+			  KV_S("fix", fix));
+	}
 	r->obj_size = info.obj_size ? info.obj_size : (4u << 20);
 	snprintf(r->id, sizeof(r->id), "%s", id);
 	snprintf(r->ident, sizeof(r->ident), "rbd:%s:%" PRId64 ":%s", fsid,
@@ -329,15 +392,19 @@ static int bs_rbd_open(struct backstore *bs, const struct bs_params *p, char *er
 		goto fail_image;
 	bs->priv = r;
 	bs->identity = r->ident;
+	snprintf(r->location, sizeof(r->location), "%s/%s", p->rbd.pool, p->rbd.image);
+	bs->location = r->location;
 	bs->discard_zeroes = true;
 	bs->discard_granularity = bs_rbd_granularity(r);
 	bs->caw_max = BS_RBD_CAW_MAX;
 	bs->dev_block_size = 512;
 	if (p->block_size > BS_RBD_CAW_MAX)
-		log_warn("rbd %s/%s: librbd compares and writes %u bytes at most, less than a "
-			 "%u-byte block: COMPARE AND WRITE is then atomic only through this "
-			 "gateway; use block_size = 512 for a LUN that several gateways serve",
-			 p->rbd.pool, p->rbd.image, BS_RBD_CAW_MAX, p->block_size);
+		/* librbd compares less than a block: the SCSI layer compares and
+		 * writes under its own lock, atomic within this gateway only */
+		log_event(LOG_LVL_WARN, "rbd_caw_local", KV_S("pool", p->rbd.pool),
+			  KV_S("image", p->rbd.image), KV_U("block_size", p->block_size),
+			  KV_U("caw_max_bytes", BS_RBD_CAW_MAX),
+			  KV_S("fix", "block_size = 512 for a LUN that several gateways serve"));
 	return 0;
 fail_image:
 	rbd_close(r->image);
@@ -362,6 +429,7 @@ static void bs_rbd_close(struct backstore *bs)
 	free(r);
 	bs->priv = NULL;
 	bs->identity = NULL;
+	bs->location = NULL;
 }
 
 /* The offset in the request of the first differing byte, from what librbd
@@ -694,8 +762,8 @@ static void bs_rbd_watch_err(void *arg, uint64_t cookie, int err)
 	struct bs_rbd_watch *w = arg;
 
 	(void)cookie;
-	log_warn("rbd: watch on %s: %s: notes may have been missed, the record is read again",
-		 w->oid, strerror(-err));
+	log_event(LOG_LVL_WARN, "rbd_watch_lost", KV_S("object", w->oid),
+		  KV_S("error", strerror(-err)), KV_S("effect", "the record is read again"));
 	w->cb(w->arg, NULL, 0);
 }
 
@@ -742,12 +810,43 @@ static const struct bs_shared_ops bs_rbd_shared_ops = {
 	.unwatch = bs_rbd_rec_unwatch,
 };
 
+/* Grow (the image only where it is shorter), or shrink with
+ * BS_RESIZE_SHRINK: the image is cut to new_size, which destroys the
+ * data past it for every gateway and client of the image. Blocking (the
+ * reload path, never the data path). */
+static int bs_rbd_resize(struct backstore *bs, uint64_t new_size, unsigned flags)
+{
+	struct bs_rbd *r = bs->priv;
+	uint64_t old = backstore_size(bs), img = 0;
+	bool shrink = new_size < old;
+	int e;
+
+	if (bs->read_only)
+		return -EROFS;
+	if (new_size == 0)
+		return -EINVAL;
+	if (shrink && !(flags & BS_RESIZE_SHRINK))
+		return -EPERM;
+	e = rbd_get_size(r->image, &img);
+	if (e < 0)
+		return e;
+	if (shrink)
+		e = rbd_resize2(r->image, new_size, true, bs_rbd_no_progress, NULL);
+	else if (img < new_size)
+		e = bs_rbd_grow(r, new_size);
+	if (e < 0)
+		return e;
+	atomic_store_explicit(&bs->size, new_size, memory_order_release);
+	return 0;
+}
+
 const struct backstore_ops bs_rbd_ops = {
 	.name = "rbd",
 	.open = bs_rbd_open,
 	.close = bs_rbd_close,
 	.submit = bs_rbd_submit,
 	.lba_status = bs_rbd_lba_status,
+	.resize = bs_rbd_resize,
 	.sync_rw = bs_rbd_sync_rw,
 	.shared = &bs_rbd_shared_ops,
 };

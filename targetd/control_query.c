@@ -352,6 +352,8 @@ static struct json_object *lun_json(const struct iscsi_target *t, struct scsi_lu
 	jadd(o, "lun", json_object_new_int(lun->id));
 	jadd(o, "backstore", json_object_new_string(bs && bs->ops ? bs->ops->name : "?"));
 	jadd(o, "path", bs && bs->path ? json_object_new_string(bs->path) : NULL);
+	if (bs && bs->location)
+		jadd(o, "image", json_object_new_string(bs->location));
 	jadd(o, "block_size", json_object_new_int((int)lun->block_size));
 	jadd(o, "blocks", ju64(scsi_lun_nblocks(lun)));
 	jadd(o, "size_bytes", ju64(scsi_lun_nblocks(lun) << lun->block_shift));

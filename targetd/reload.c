@@ -10,7 +10,8 @@
  *                          every I_T nexus of the target
  *   LUN removed            unpublished (REPORTED LUNS DATA HAS CHANGED),
  *                          freed once nothing can still use it
- *   LUN grown (size)       backstore grown (a file is extended, never cut),
+ *   LUN grown (size)       backstore grown (a file is extended, never cut;
+ *                          an RBD image is grown where it is shorter),
  *                          CAPACITY DATA HAS CHANGED for every nexus
  *   LUN shrunk (size)      refused: a reload never shrinks a LUN nor cuts
  *                          its file (targetctl lun resize --shrink --force
@@ -446,6 +447,21 @@ static bool shrink_allowed(const struct reload_opts *o, const struct lun_change 
 	       o->shrink_lun == c->old_lun->id;
 }
 
+/* Does the replacing LUN serve the replaced one's data (the same file or
+ * device, the same RBD image)? Then a smaller size would cut it. */
+static bool lun_same_data(const struct lun_change *c)
+{
+	const struct conf_lun *ol = conf_find_lun(conf_find_target(conf_running, c->t->iqn),
+						  c->old_lun->id);
+
+	if (!c->old_lun->bs)
+		return false;
+	if (ol && str_eq(ol->backstore, "rbd"))
+		return str_eq(c->cl->backstore, "rbd") && str_eq(ol->rbd_pool, c->cl->rbd_pool) &&
+		       str_eq(ol->rbd_image, c->cl->rbd_image);
+	return str_eq(c->old_lun->bs->path, c->cl->path);
+}
+
 /* Prepare: everything that can fail (opening backstores, growing files).
  * On error the messages go to rep and the caller undoes the plan. */
 static int plan_build(struct plan *p, const struct conf *nc, const struct reload_opts *o,
@@ -457,8 +473,7 @@ static int plan_build(struct plan *p, const struct conf *nc, const struct reload
 	for (unsigned i = 0; i < p->n; i++) {
 		struct lun_change *c = &p->ch[i];
 
-		if (c->action == LA_REPLACE && c->cl->size && c->old_lun->bs &&
-		    str_eq(c->old_lun->bs->path, c->cl->path) &&
+		if (c->action == LA_REPLACE && c->cl->size && lun_same_data(c) &&
 		    c->cl->size < (scsi_lun_nblocks(c->old_lun) << c->old_lun->block_shift)) {
 			refuse_shrink(rep, nc, c->cl, c->t, c->cl->size,
 				      scsi_lun_nblocks(c->old_lun) << c->old_lun->block_shift);

@@ -360,7 +360,8 @@ void target_runtime_flush(struct targetd_runtime *r)
 				continue;
 			struct bs_io io = { .bs = bs, .op = BS_OP_FLUSH };
 			if (backstore_sync_io(&io) < 0)
-				log_warn("flush of %s failed", bs->path ? bs->path : "memory LUN");
+				log_warn("flush of %s failed", bs->path       ? bs->path
+							       : bs->location ? bs->location : "memory LUN");
 		}
 	}
 }

@@ -94,6 +94,9 @@ mon data = $dir/mon/\$name
 osd data = $dir/osd/\$name
 keyring = $dir/keyring
 crash dir = $dir/crash
+[client]
+# one admin socket per process: targetd and the rbd CLI run side by side
+admin socket = $dir/run/\$name.\$pid.asok
 EOF
 }
 

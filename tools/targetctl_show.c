@@ -216,7 +216,8 @@ void tc_show_luns(struct json_object *r)
 		tc_cell(ln, 8, tc_get(l, "pool_free_bytes")
 				    ? tc_size(tc_getu(l, "pool_free_bytes"), pf, sizeof(pf)) : "-");
 		tc_cell(ln, 9, tc_get(l, "zero_detect") ? tc_gets(l, "zero_detect") : "-");
-		tc_cell(ln, 10, tc_get(l, "path") ? tc_gets(l, "path") : "-");
+		tc_cell(ln, 10, tc_get(l, "path")    ? tc_gets(l, "path")
+				: tc_get(l, "image") ? tc_gets(l, "image") : "-");
 	}
 	tc_print_table(tb);
 	show_snapshots(r);
