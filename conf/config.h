@@ -254,6 +254,7 @@ struct conf_lun_spec {
 	/* a snapshot (snapshot_name not NULL): of LUN snapshot_of */
 	unsigned snapshot_of;
 	const char *snapshot_name, *snapshot_time;
+	const char *pool, *image, *ceph_conf, *client;  /* rbd: pool, image, conf, client */
 };
 int conf_doc_lun_add(struct conf_doc *d, const char *iqn, const struct conf_lun_spec *l,
 		     char *err, size_t cap);

@@ -252,6 +252,14 @@ int conf_doc_lun_add(struct conf_doc *d, const char *iqn, const struct conf_lun_
 		if (l->snapshot_time)
 			rc |= set_str(g, "snapshot_time", l->snapshot_time);
 	}
+	if (l->pool)
+		rc |= set_str(g, "pool", l->pool);
+	if (l->image)
+		rc |= set_str(g, "image", l->image);
+	if (l->ceph_conf)
+		rc |= set_str(g, "conf", l->ceph_conf);
+	if (l->client)
+		rc |= set_str(g, "client", l->client);
 	return rc ? edit_err(err, cap, CONF_EDIT_BAD, "out of memory") : 0;
 }
 

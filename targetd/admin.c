@@ -430,6 +430,10 @@ struct json_object *admin_lun_add(struct json_object *p, struct ctl_err *err)
 	ctl_str(p, "serial", false, &a.spec.serial, err);
 	ctl_str(p, "vendor", false, &a.spec.vendor, err);
 	ctl_str(p, "product", false, &a.spec.product, err);
+	ctl_str(p, "pool", false, &a.spec.pool, err);
+	ctl_str(p, "image", false, &a.spec.image, err);
+	ctl_str(p, "conf", false, &a.spec.ceph_conf, err);
+	ctl_str(p, "client", false, &a.spec.client, err);
 	if (ctl_failed(err))
 		return NULL;
 	return admin_change("lun add", admin_edit_lun_add, &a, NULL, err);

@@ -88,7 +88,8 @@ static const struct ctl_method methods[] = {
 	  "remove a target (force: also with sessions, which are closed)" },
 	{ "lun.add", admin_lun_add,
 	  "target lun backstore path? size? block_size? thin? read_only? removable? direct? "
-	  "serial? vendor? product?", "add a LUN (the keys of targetd.conf(5))" },
+	  "serial? vendor? product? pool? image? conf? client?",
+	  "add a LUN (the keys of targetd.conf(5))" },
 	{ "lun.remove", admin_lun_remove, "target lun force?",
 	  "remove a LUN (force: also while initiators are logged in)" },
 	{ "lun.resize", admin_lun_resize, "target lun size shrink? force?",

@@ -1382,6 +1382,56 @@ END_TEST
 
 /* ---- editing (conf/edit.c) -------------------------------------------- */
 
+#ifdef HAVE_RBD
+/* targetctl lun add of an rbd LUN: its keys are written as the file's,
+ * and checked as the file's. */
+START_TEST(test_doc_edit_rbd)
+{
+	static const char base[] = "targets = ( { iqn = \"" IQN "\"; } );\n";
+	struct conf_lun_spec rbd = { .lun = 1, .backstore = "rbd", .size = "1G", .thin = -1,
+				     .read_only = -1, .removable = -1, .direct = -1,
+				     .pool = "rbd", .image = "vmfs1", .ceph_conf = "/etc/ceph/x.conf",
+				     .client = "gw1" };
+	struct conf_lun_spec bad = { .lun = 2, .backstore = "rbd", .thin = -1, .read_only = -1,
+				     .removable = -1, .direct = -1, .pool = "rbd" };
+	struct conf_errors errs = { 0 };
+	struct conf_doc *d;
+	struct conf c;
+	char err[256], *text;
+
+	d = conf_doc_parse(base, "t.conf", err, sizeof(err));
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(conf_doc_lun_add(d, IQN, &rbd, err, sizeof(err)), 0);
+	text = conf_doc_text(d);
+	ck_assert_ptr_nonnull(strstr(text, "image = \"vmfs1\""));
+	ck_assert_ptr_nonnull(strstr(text, "conf = \"/etc/ceph/x.conf\""));
+	load_good(&c, text, NOPATH);
+	ck_assert_str_eq(c.targets[0].luns[0].backstore, "rbd");
+	ck_assert_str_eq(c.targets[0].luns[0].rbd_pool, "rbd");
+	ck_assert_str_eq(c.targets[0].luns[0].rbd_image, "vmfs1");
+	ck_assert_str_eq(c.targets[0].luns[0].rbd_conf, "/etc/ceph/x.conf");
+	ck_assert_str_eq(c.targets[0].luns[0].rbd_client, "gw1");
+	ck_assert_uint_eq(c.targets[0].luns[0].size, 1u << 30);
+	ck_assert_ptr_null(c.targets[0].luns[0].path);
+	conf_free(&c);
+	free(text);
+
+	/* no image: refused with the file's message */
+	ck_assert_int_eq(conf_doc_lun_add(d, IQN, &bad, err, sizeof(err)), 0);
+	text = conf_doc_text(d);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_ne(conf_load_text(&c, text, "t.conf", CONF_NO_PATH_CHECKS, &errs), 0);
+	ck_assert_uint_ge(errs.n, 1);
+	ck_assert_ptr_nonnull(strstr(errs.msgs[0], "targets[0].luns[1].image: required for an rbd "
+				     "backstore"));
+	conf_errors_free(&errs);
+	conf_free(&c);
+	free(text);
+	conf_doc_free(d);
+}
+END_TEST
+#endif
+
 /* Apply edits to a text, load the result: what targetctl does. */
 START_TEST(test_doc_edits)
 {
@@ -1510,6 +1560,9 @@ Suite *conf_suite(void)
 	tcase_add_test(tc, test_include);
 	tcase_add_test(tc, test_example_file);
 	tcase_add_test(tc, test_doc_edits);
+#ifdef HAVE_RBD
+	tcase_add_test(tc, test_doc_edit_rbd);
+#endif
 	tcase_add_test(tc, test_format_size);
 	suite_add_tcase(s, tc);
 

@@ -355,7 +355,7 @@ static const struct cli_cmd commands[] = {
 	{ "target", "add", "IQN [--alias TEXT]", "add a target (no LUNs yet)", tc_target_add },
 	{ "target", "remove", "IQN [--force]", "remove a target (--force: with sessions)",
 	  tc_target_remove },
-	{ "lun", "add", "TARGET LUN file|block|memory [PATH] [--size SIZE] ...",
+	{ "lun", "add", "TARGET LUN file|block|memory|rbd [PATH] [--size SIZE] ...",
 	  "add a LUN (targetctl lun add --help)", tc_lun_add },
 	{ "lun", "remove", "TARGET LUN [--force]", "remove a LUN (--force: with sessions)",
 	  tc_lun_remove },

@@ -159,9 +159,10 @@ static struct json_object *target_lun(char **pos, int *rc)
 }
 
 const char tc_lun_add_usage[] =
-	"lun add TARGET LUN file|block|memory [PATH] [--size SIZE] [--block-size 512|4096]\n"
+	"lun add TARGET LUN file|block|memory|rbd [PATH] [--size SIZE] [--block-size 512|4096]\n"
 		"    [--thick] [--read-only] [--removable] [--direct] [--serial S] [--vendor V] "
-		"[--product P]";
+		"[--product P]\n"
+		"    [--pool POOL --image IMAGE [--ceph-conf FILE] [--client ID]]   (rbd)";
 
 int tc_lun_add(int argc, char **argv)
 {
@@ -172,6 +173,8 @@ int tc_lun_add(int argc, char **argv)
 		{ "read-only", false, false, NULL }, { "removable", false, false, NULL },
 		{ "direct", false, false, NULL }, { "serial", true, false, NULL },
 		{ "vendor", true, false, NULL }, { "product", true, false, NULL },
+		{ "pool", true, false, NULL }, { "image", true, false, NULL },
+		{ "ceph-conf", true, false, NULL }, { "client", true, false, NULL },
 	};
 	char *pos[4], *end;
 	int n, rc = parse(argc, argv, o, ARRAY_SIZE(o), pos, 3, 4, &n, usage);
@@ -205,6 +208,10 @@ int tc_lun_add(int argc, char **argv)
 	put_str(p, "serial", opt_find(o, ARRAY_SIZE(o), "serial")->val);
 	put_str(p, "vendor", opt_find(o, ARRAY_SIZE(o), "vendor")->val);
 	put_str(p, "product", opt_find(o, ARRAY_SIZE(o), "product")->val);
+	put_str(p, "pool", opt_find(o, ARRAY_SIZE(o), "pool")->val);
+	put_str(p, "image", opt_find(o, ARRAY_SIZE(o), "image")->val);
+	put_str(p, "conf", opt_find(o, ARRAY_SIZE(o), "ceph-conf")->val);
+	put_str(p, "client", opt_find(o, ARRAY_SIZE(o), "client")->val);
 	return change("lun.add", p);
 }
 
