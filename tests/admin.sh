@@ -269,7 +269,11 @@ case_reset() {
 	CTL stats "$IQN" 0 --json | python3 -c '
 import json, sys
 l = json.load(sys.stdin)["luns"][0]
-sys.exit(0 if l["commands"]["total"] == 0 and l["read"]["bytes"] == 0 else "not reset: %s" % l["commands"])'
+sys.exit(0 if l["commands"]["total"] == 0 and l["read"]["bytes"] == 0 else "not reset: %s" % l["commands"])' || return 1
+	# the text view says there is nothing yet instead of two empty headings
+	CTL stats "$IQN" 0 >"$TD_TMP/reset.txt" || return 1
+	[ "$(grep -c 'latency: .*: no samples yet' "$TD_TMP/reset.txt")" = 2 ] ||
+		{ echo "targetctl stats after --reset:"; cat "$TD_TMP/reset.txt"; return 1; }
 }
 run_test "stats --reset zeroes the counters" case_reset
 

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <libsmartcols.h>
+#include "common/util.h"
 #include "scsi/stats.h"
 #include "tools/targetctl.h"
 
@@ -275,6 +276,25 @@ static void show_lat(struct json_object *l, const char *path, const char *label)
 	       json_object_get_double(tc_get(o, "p50_us")), json_object_get_double(tc_get(o, "p99_us")));
 }
 
+/* One heading and its read/write/vaai lines, or the heading saying there
+ * is nothing to show yet (a LUN that has seen no reads or writes). */
+static void show_lat_group(struct json_object *l, const char *prefix, const char *what)
+{
+	static const char *const kinds[] = { "read", "write", "vaai" };
+	char path[64];
+	uint64_t any = 0;
+
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
+		snprintf(path, sizeof(path), "%s.%s", prefix, kinds[k]);
+		any += tc_getu(tc_get(l, path), "count");
+	}
+	printf("  latency: %s%s\n", what, any ? "" : ": no samples yet");
+	for (size_t k = 0; any && k < ARRAY_SIZE(kinds); k++) {
+		snprintf(path, sizeof(path), "%s.%s", prefix, kinds[k]);
+		show_lat(l, path, kinds[k]);
+	}
+}
+
 void tc_show_stats(struct json_object *r)
 {
 	struct json_object *luns = tc_get(r, "luns");
@@ -302,14 +322,8 @@ void tc_show_stats(struct json_object *r)
 		       tc_size(tc_getu(l, "read.bytes"), a, sizeof(a)));
 		printf("  write          %llu commands, %s\n", (unsigned long long)tc_getu(l, "write.commands"),
 		       tc_size(tc_getu(l, "write.bytes"), b, sizeof(b)));
-		printf("  latency: from the command's arrival to its status sent\n");
-		show_lat(l, "latency.read", "read");
-		show_lat(l, "latency.write", "write");
-		show_lat(l, "latency.vaai", "vaai");
-		printf("  latency: of the backstore request\n");
-		show_lat(l, "latency.backstore.read", "read");
-		show_lat(l, "latency.backstore.write", "write");
-		show_lat(l, "latency.backstore.vaai", "vaai");
+		show_lat_group(l, "latency", "from the command's arrival to its status sent");
+		show_lat_group(l, "latency.backstore", "of the backstore request");
 		printf("  ATS            %llu success, %llu miscompare\n",
 		       (unsigned long long)tc_getu(l, "vaai.compare_and_write.success"),
 		       (unsigned long long)tc_getu(l, "vaai.compare_and_write.miscompare"));
