@@ -244,18 +244,18 @@ void scsi_nexus_attach(struct scsi_target *t, struct scsi_nexus *n)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* I_T nexus loss: drop its medium-removal preventions (SBC-4 5.13). */
-void scsi_nexus_detach(struct scsi_nexus *n)
+/* What an I_T nexus loss ends: its SPC-2 reservations (SPC-2 7.21) and
+ * its medium-removal preventions (SBC-4 5.13). Idempotent: a logout
+ * calls it before its response is sent, so that a new session of the
+ * same initiator never finds them (the nexus is detached later, when
+ * the session's last task is gone). */
+void scsi_nexus_release(struct scsi_nexus *n)
 {
 	struct scsi_target *t = n->target;
 	unsigned i;
 
 	if (!t)
 		return;
-	pthread_mutex_lock(&t->lock);
-	list_del(&n->target_link);
-	pthread_mutex_unlock(&t->lock);
-	/* SPC-2 7.21: I_T nexus loss releases its SPC-2 reservations */
 	pr_nexus_loss(t, n);
 	for (i = 0; i < SCSI_MAX_LUNS; i++) {
 		uint32_t bit = 1u << (i % 32);
@@ -267,6 +267,18 @@ void scsi_nexus_detach(struct scsi_nexus *n)
 				atomic_fetch_sub(&lun->prevent, 1);
 		}
 	}
+}
+
+void scsi_nexus_detach(struct scsi_nexus *n)
+{
+	struct scsi_target *t = n->target;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	list_del(&n->target_link);
+	pthread_mutex_unlock(&t->lock);
+	scsi_nexus_release(n);
 }
 
 void scsi_ua_establish(struct scsi_target *t, uint16_t lun, enum scsi_ua ua,

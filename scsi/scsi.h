@@ -554,6 +554,9 @@ void scsi_target_destroy(struct scsi_target *t);
 /* Register a new I_T nexus: gets POWER ON UA on every LUN. */
 void scsi_nexus_attach(struct scsi_target *t, struct scsi_nexus *n);
 void scsi_nexus_detach(struct scsi_nexus *n);
+/* End what an I_T nexus loss ends (reservations, preventions) ahead of
+ * the detach, e.g. when a logout closes the session; idempotent. */
+void scsi_nexus_release(struct scsi_nexus *n);
 /* Establish a UA on one LUN for every nexus except 'except' (may be NULL). */
 void scsi_ua_establish(struct scsi_target *t, uint16_t lun, enum scsi_ua ua,
 		       const struct scsi_nexus *except);

@@ -937,6 +937,13 @@ static void rx_logout(struct iscsi_conn *c)
 		c->state = CONN_LOGOUT;
 		if (reason == ISCSI_LOGOUT_CLOSE_SESSION)
 			s->logout_session = true;
+		/* The session ends with this response: end its nexus's
+		 * reservations and preventions before the initiator can see
+		 * the response and log in again (the session itself is freed
+		 * after the connection closes, perhaps later). */
+		if ((reason == ISCSI_LOGOUT_CLOSE_SESSION || s->n_conns == 1) && !s->discovery &&
+		    s->target)
+			scsi_nexus_release(&s->nexus);
 	}
 	put_be16(p->bhs + 40, 0);   /* Time2Wait */
 	put_be16(p->bhs + 42, 0);   /* Time2Retain */
