@@ -1352,10 +1352,40 @@ static int conf_build(struct conf_ctx *x, config_t *cfg, struct conf *c)
 	return 0;
 }
 
+/* Read a configuration from f, or from text when f is NULL, and build c;
+ * @include names are relative to the directory of path. */
+static int conf_read_build(struct conf *c, struct conf_ctx *x, const char *path, FILE *f,
+			   const char *text)
+{
+	const char *slash = strrchr(path, '/');
+	config_t cfg;
+	int rc;
+
+	config_init(&cfg);
+	if (slash) {
+		char *dir = conf_xstrdup(path);
+
+		dir[slash == path ? 1 : slash - path] = '\0';
+		config_set_include_dir(&cfg, dir);
+		free(dir);
+		x->incdir = conf_xstrdup(path);
+		x->incdir[slash - path + 1] = '\0';
+	}
+	if (!(f ? config_read(&cfg, f) : config_read_string(&cfg, text))) {
+		conf_syntax_error(x, &cfg);
+		rc = -1;
+	} else {
+		rc = conf_build(x, &cfg, c);
+	}
+	config_destroy(&cfg);
+	free(x->incdir);
+	x->incdir = NULL;
+	return rc;
+}
+
 int conf_load_file_opts(struct conf *c, const char *path, unsigned flags, struct conf_errors *errs)
 {
 	struct conf_ctx x;
-	config_t cfg;
 	FILE *f;
 	int rc;
 
@@ -1366,27 +1396,8 @@ int conf_load_file_opts(struct conf *c, const char *path, unsigned flags, struct
 		conf_err(&x, NULL, NULL, "cannot open: %s", strerror(errno));
 		return -1;
 	}
-	config_init(&cfg);
-	/* @include names are relative to the including file's directory */
-	const char *slash = strrchr(path, '/');
-	if (slash) {
-		char *dir = conf_xstrdup(path);
-
-		dir[slash == path ? 1 : slash - path] = '\0';
-		config_set_include_dir(&cfg, dir);
-		free(dir);
-		x.incdir = conf_xstrdup(path);
-		x.incdir[slash - path + 1] = '\0';
-	}
-	if (!config_read(&cfg, f)) {
-		conf_syntax_error(&x, &cfg);
-		rc = -1;
-	} else {
-		rc = conf_build(&x, &cfg, c);
-	}
-	config_destroy(&cfg);
+	rc = conf_read_build(c, &x, path, f, NULL);
 	fclose(f);
-	free(x.incdir);
 	return rc;
 }
 
@@ -1399,32 +1410,11 @@ int conf_load_text(struct conf *c, const char *text, const char *path, unsigned 
 		   struct conf_errors *errs)
 {
 	struct conf_ctx x;
-	config_t cfg;
-	const char *slash = strrchr(path, '/');
-	int rc;
 
 	memset(c, 0, sizeof(*c));
 	conf_ctx_init(&x, path, flags, errs);
 	x.text = text;
-	config_init(&cfg);
-	if (slash) {   /* @include names are relative to the file's directory */
-		char *dir = conf_xstrdup(path);
-
-		dir[slash == path ? 1 : slash - path] = '\0';
-		config_set_include_dir(&cfg, dir);
-		free(dir);
-		x.incdir = conf_xstrdup(path);
-		x.incdir[slash - path + 1] = '\0';
-	}
-	if (!config_read_string(&cfg, text)) {
-		conf_syntax_error(&x, &cfg);
-		rc = -1;
-	} else {
-		rc = conf_build(&x, &cfg, c);
-	}
-	config_destroy(&cfg);
-	free(x.incdir);
-	return rc;
+	return conf_read_build(c, &x, path, NULL, text);
 }
 
 int conf_load_string_opts(struct conf *c, const char *text, const char *name, unsigned flags,
